@@ -1,0 +1,1 @@
+//! The OSD object engine.

@@ -1,0 +1,1 @@
+//! iSCSI initiator session.

@@ -1,0 +1,1 @@
+//! Typed OSD-2 client over a ScsiTransport.

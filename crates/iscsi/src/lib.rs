@@ -1,0 +1,1 @@
+//! iSCSI (RFC 7143), sans-IO.

@@ -1,0 +1,15 @@
+//! SCSI-level types shared by the target and the initiator.
+//!
+//! The iSCSI layer moves [`ScsiTask`]s to a [`ScsiDevice`] on the target side, and a client
+//! drives a [`ScsiTransport`] on the initiator side. Neither side knows OSD-2; the OSD command
+//! set plugs in above these traits.
+
+pub mod sense;
+pub mod status;
+pub mod task;
+pub mod transport;
+
+pub use sense::{FieldPointer, OsdObjectSense, Sense, SenseDecodeError, SenseKey};
+pub use status::ScsiStatus;
+pub use task::{Nexus, ScsiDevice, ScsiOutcome, ScsiTask, TmfResult};
+pub use transport::{DirectTransport, ScsiRequest, ScsiResponse, ScsiTransport, TransportError};

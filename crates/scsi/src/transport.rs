@@ -1,0 +1,103 @@
+//! The initiator-side seam: whatever carries SCSI commands to a device (an iSCSI session, or an
+//! in-process device for the simulator) implements [`ScsiTransport`]; the OSD client above it
+//! builds CDBs and parses Data-In without knowing the transport.
+
+use std::sync::Arc;
+
+use thiserror::Error;
+
+use crate::{Nexus, ScsiDevice, ScsiStatus, ScsiTask, Sense};
+
+/// One command to send. `data_out` is a gather list: the transport sends the slices in order
+/// without first copying them into one buffer.
+#[derive(Debug)]
+pub struct ScsiRequest<'a> {
+    pub lun: u64,
+    pub cdb: &'a [u8],
+    pub data_out: &'a [&'a [u8]],
+    /// Bytes of Data-In the initiator expects (0 for none).
+    pub data_in_len: u32,
+}
+
+impl ScsiRequest<'_> {
+    pub fn data_out_len(&self) -> u64 {
+        self.data_out.iter().map(|s| s.len() as u64).sum()
+    }
+}
+
+/// The device's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScsiResponse {
+    pub status: ScsiStatus,
+    pub data_in: Vec<u8>,
+    pub sense: Option<Sense>,
+    /// Expected minus actual Data-In bytes (positive: underflow; negative: overflow).
+    pub residual: i64,
+}
+
+#[derive(Debug, Error)]
+pub enum TransportError {
+    #[error("connection to {peer} failed: {source}")]
+    Io {
+        peer: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("iSCSI login to {peer} refused: {reason}")]
+    LoginRefused { peer: String, reason: String },
+    #[error("protocol error from {peer}: {detail}")]
+    Protocol { peer: String, detail: String },
+    #[error("session to {peer} closed")]
+    SessionClosed { peer: String },
+    #[error("command aborted by {peer}")]
+    Aborted { peer: String },
+    #[error("request of {len} bytes exceeds the limit of {max}")]
+    TooLarge { len: u64, max: u64 },
+}
+
+/// Carries SCSI commands to one device. Many threads may call `execute` at once; a transport
+/// keeps them all in flight.
+pub trait ScsiTransport: Send + Sync {
+    fn execute(&self, request: &ScsiRequest<'_>) -> Result<ScsiResponse, TransportError>;
+
+    /// Where this transport goes, for error messages (e.g. `127.0.0.1:3260`).
+    fn peer(&self) -> String;
+}
+
+/// An in-process transport that hands commands straight to a [`ScsiDevice`]. The same device
+/// code runs as under iSCSI; only the wire is skipped. Used by the simulator and by engine-level
+/// tests that want the exact command path without sockets.
+pub struct DirectTransport<D: ScsiDevice> {
+    device: Arc<D>,
+    nexus: Nexus,
+}
+
+impl<D: ScsiDevice> DirectTransport<D> {
+    pub fn new(device: Arc<D>, initiator_port: &str, session_id: u64) -> Self {
+        let nexus = Nexus { initiator_port: initiator_port.to_string(), session_id };
+        device.nexus_added(&nexus);
+        DirectTransport { device, nexus }
+    }
+}
+
+impl<D: ScsiDevice> Drop for DirectTransport<D> {
+    fn drop(&mut self) {
+        self.device.nexus_removed(&self.nexus);
+    }
+}
+
+impl<D: ScsiDevice> ScsiTransport for DirectTransport<D> {
+    fn execute(&self, request: &ScsiRequest<'_>) -> Result<ScsiResponse, TransportError> {
+        let data_out = request.data_out.concat();
+        let task = ScsiTask { lun: request.lun, cdb: request.cdb, data_out: &data_out, data_in_len: request.data_in_len };
+        let mut outcome = self.device.execute(&self.nexus, &task);
+        let sent = outcome.data_in.len().min(request.data_in_len as usize);
+        let residual = request.data_in_len as i64 - outcome.data_in.len() as i64;
+        outcome.data_in.truncate(sent);
+        Ok(ScsiResponse { status: outcome.status, data_in: outcome.data_in, sense: outcome.sense, residual })
+    }
+
+    fn peer(&self) -> String {
+        "in-process".to_string()
+    }
+}

@@ -1,0 +1,1 @@
+//! iSCSI server: listener and per-connection threads.

@@ -1,0 +1,7 @@
+//! The OSD target daemon (`tessera osd`): an iSCSI server ([`iscsi_server`]) in front of a SCSI
+//! device ([`spc`] answers the primary commands every initiator sends) whose command set is
+//! OSD-2 ([`osd_lu`], which hands decoded requests to the engine).
+
+pub mod iscsi_server;
+pub mod osd_lu;
+pub mod spc;
