@@ -1,1 +1,208 @@
-//! Typed OSD-2 client over a ScsiTransport.
+//! Typed OSD-2 client over any [`ScsiTransport`] (an iSCSI session, or an in-process device).
+//!
+//! Each method is one OSD command: it builds the CDB and Data-Out with
+//! [`tessera_osd_proto::OsdRequestBuilder`], sends them, and reads the answer through
+//! [`tessera_osd_proto::parse_data_in`], the same codec the target uses. Write data leaves as
+//! the caller's own slice in the gather list, never copied. Ids a command creates come back
+//! through the Current Command attributes page (OSD-2 r05 §7.1.2.25), which every creating
+//! method asks for in the same command.
+//!
+//! Files: this one holds the client, [`OsdReply`], [`OsdError`] and `execute`;
+//! `objects.rs` creation, removal and listing; `io.rs` data commands; `attrs.rs` attributes,
+//! QUERY, member commands and Tessera's atomics.
+
+mod attrs;
+mod io;
+mod objects;
+
+use tessera_osd_proto::attr_list::RetrievedList;
+use tessera_osd_proto::{
+    parse_data_in, AttrId, BuildError, Command, DecodeError, MemberAttr, OsdRequestBuilder, ReplyPlacement, RetrievedAttr,
+    ServiceAction,
+};
+use tessera_scsi::{ScsiRequest, ScsiStatus, ScsiTransport, Sense, SenseKey, TransportError};
+use thiserror::Error;
+
+pub use io::ReadResult;
+pub use objects::ListParams;
+
+/// Why an OSD command did not succeed. Every variant names the peer; a refusal also names the
+/// command and the object so the message says what to look at.
+#[derive(Debug, Error)]
+pub enum OsdError {
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    #[error("OSD {peer} refused {service_action:?} on object (partition {partition_id:#x}, object {object_id:#x}): {sense}")]
+    Sense { peer: String, service_action: ServiceAction, partition_id: u64, object_id: u64, sense: Sense },
+    #[error("OSD {peer} answered {service_action:?} with SCSI status {status:?}")]
+    Status { peer: String, service_action: ServiceAction, status: ScsiStatus },
+    #[error("cannot encode the request: {0}")]
+    Build(#[from] BuildError),
+    #[error("OSD {peer} sent a malformed reply to {service_action:?}: {source}")]
+    Reply {
+        peer: String,
+        service_action: ServiceAction,
+        #[source]
+        source: DecodeError,
+    },
+    #[error("OSD {peer} did not return {what} for {service_action:?}")]
+    Missing { peer: String, service_action: ServiceAction, what: &'static str },
+}
+
+impl OsdError {
+    /// The sense data, when the OSD refused the command.
+    pub fn sense(&self) -> Option<&Sense> {
+        match self {
+            OsdError::Sense { sense, .. } => Some(sense),
+            _ => None,
+        }
+    }
+}
+
+/// One command's answer, Data-In already split.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OsdReply {
+    /// Command data from Data-In offset 0 (READ data, LIST / QUERY / READ MAP results, the old
+    /// value of an atomic).
+    pub data: Vec<u8>,
+    /// The retrieved attributes list, when the command asked for one.
+    pub retrieved: Option<RetrievedList>,
+    /// GET MEMBER ATTRIBUTES: (entries, full list length).
+    pub members: Option<(Vec<MemberAttr>, u64)>,
+    /// RECOVERED ERROR sense (e.g. 3B17, read past the end of the object): the command
+    /// completed and its data is valid.
+    pub recovered: Option<Sense>,
+    pub placement: ReplyPlacement,
+}
+
+impl OsdReply {
+    /// The retrieved attributes (empty when none were asked for or none arrived).
+    pub fn attrs(&self) -> &[RetrievedAttr] {
+        self.retrieved.as_ref().map_or(&[], |r| r.attrs.as_slice())
+    }
+
+    /// The value of one retrieved attribute, if defined.
+    pub fn attr(&self, id: AttrId) -> Option<&[u8]> {
+        self.attrs().iter().find(|a| a.id == id).and_then(|a| a.value.as_deref())
+    }
+}
+
+/// A typed OSD-2 client for one logical unit.
+/// How often one command is resent after a UNIT ATTENTION before the sense is reported.
+const UNIT_ATTENTION_RETRIES: u32 = 3;
+
+pub struct OsdClient<T: ScsiTransport> {
+    transport: T,
+    lun: u64,
+}
+
+/// The (partition, object) a command addresses, for error messages.
+fn object_of(command: &Command) -> (u64, u64) {
+    use Command as C;
+    match command {
+        C::FormatOsd { .. } | C::FlushOsd { .. } => (0, 0),
+        C::Create { partition_id, requested, .. } | C::CreateCollection { partition_id, requested } => {
+            (*partition_id, requested.unwrap_or(0))
+        }
+        C::CreateAndWrite { partition_id, requested, .. } => (*partition_id, requested.unwrap_or(0)),
+        C::CreatePartition { requested } => (requested.unwrap_or(0), 0),
+        C::RemovePartition { partition_id } | C::FlushPartition { partition_id, .. } => (*partition_id, 0),
+        C::List { partition_id, .. } => (*partition_id, 0),
+        C::Remove { addr }
+        | C::RemoveCollection { addr, .. }
+        | C::ListCollection { addr, .. }
+        | C::Read { addr, .. }
+        | C::Write { addr, .. }
+        | C::Append { addr, .. }
+        | C::Punch { addr, .. }
+        | C::Clear { addr, .. }
+        | C::Flush { addr, .. }
+        | C::FlushCollection { addr, .. }
+        | C::GetAttributes { addr }
+        | C::SetAttributes { addr }
+        | C::Query { addr, .. }
+        | C::GetMemberAttributes { addr }
+        | C::SetMemberAttributes { addr }
+        | C::RemoveMemberObjects { addr }
+        | C::ReadMap { addr, .. }
+        | C::CompareAndSwap { addr, .. }
+        | C::FetchAndAdd { addr, .. } => (addr.partition_id.0, addr.object_id.0),
+    }
+}
+
+impl<T: ScsiTransport> OsdClient<T> {
+    pub fn new(transport: T, lun: u64) -> Self {
+        OsdClient { transport, lun }
+    }
+
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+
+    pub fn lun(&self) -> u64 {
+        self.lun
+    }
+
+    /// Where the OSD is, for messages.
+    pub fn peer(&self) -> String {
+        self.transport.peer()
+    }
+
+    /// Sends one command and splits its answer. GOOD and RECOVERED ERROR succeed; any other
+    /// CHECK CONDITION becomes [`OsdError::Sense`] naming the peer and the object.
+    ///
+    /// A UNIT ATTENTION (power on, reset) reports an event, not a failure of this command, which
+    /// the device did not execute (SAM-5 §5.14); like every initiator we note it and resend.
+    pub fn execute(&self, builder: &OsdRequestBuilder<'_>) -> Result<OsdReply, OsdError> {
+        let service_action = builder.command.service_action();
+        let encoded = builder.encode()?;
+        let pieces = encoded.data_out();
+        let request = ScsiRequest { lun: self.lun, cdb: &encoded.cdb, data_out: &pieces, data_in_len: encoded.data_in_len };
+        let mut attempts = 0;
+        let response = loop {
+            let response = self.transport.execute(&request)?;
+            let unit_attention = response.status == ScsiStatus::CheckCondition
+                && response.sense.as_ref().is_some_and(|s| s.key == SenseKey::UnitAttention);
+            attempts += 1;
+            if !unit_attention || attempts > UNIT_ATTENTION_RETRIES {
+                break response;
+            }
+            tracing::debug!(peer = %self.peer(), sense = ?response.sense, "unit attention; resending");
+        };
+        let recovered = match (response.status, response.sense) {
+            (ScsiStatus::Good, _) => None,
+            (ScsiStatus::CheckCondition, Some(sense)) if sense.key == SenseKey::RecoveredError => Some(sense),
+            (ScsiStatus::CheckCondition, Some(sense)) => {
+                let (partition_id, object_id) = object_of(&builder.command);
+                return Err(OsdError::Sense { peer: self.peer(), service_action, partition_id, object_id, sense });
+            }
+            (status, _) => return Err(OsdError::Status { peer: self.peer(), service_action, status }),
+        };
+        let placement = encoded.placement;
+        let mut data_in = response.data_in;
+        let parsed = parse_data_in(&placement, &data_in)
+            .map_err(|source| OsdError::Reply { peer: self.peer(), service_action, source })?;
+        let (retrieved, members) = (parsed.retrieved, parsed.members);
+        // Command data always starts at Data-In offset 0, so keep the buffer instead of copying
+        // what may be a many-megabyte read.
+        let data_len = parsed.data.len();
+        debug_assert!(data_len == 0 || parsed.data.as_ptr() == data_in.as_ptr());
+        data_in.truncate(data_len);
+        Ok(OsdReply { data: data_in, retrieved, members, recovered, placement })
+    }
+
+    /// A retrieved attribute as an unsigned integer, or [`OsdError::Missing`].
+    fn attr_u64(&self, reply: &OsdReply, id: AttrId, service_action: ServiceAction, what: &'static str) -> Result<u64, OsdError> {
+        reply
+            .attr(id)
+            .and_then(tessera_osd_proto::pages::value_u64)
+            .ok_or_else(|| OsdError::Missing { peer: self.peer(), service_action, what })
+    }
+
+    fn reply_error(&self, service_action: ServiceAction, source: DecodeError) -> OsdError {
+        OsdError::Reply { peer: self.peer(), service_action, source }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -46,3 +46,11 @@ pub enum GetAttrs {
     /// List format: these attributes (a number of 0xFFFFFFFF expands to the whole page).
     List { ids: Vec<AttrId>, allocation_len: u32 },
 }
+
+/// One entry of a multi-object retrieved attributes list (list type 0xE, GET MEMBER
+/// ATTRIBUTES): an attribute of one member object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberAttr {
+    pub object_id: u64,
+    pub attr: RetrievedAttr,
+}

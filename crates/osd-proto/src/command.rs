@@ -185,4 +185,118 @@ pub struct Reply {
     /// Set when the command completed with a recovered error (e.g. RECOVERED ERROR 3B17 on a
     /// read past the end of the object: data is still returned, zero-filled).
     pub recovered: Option<tessera_scsi::Sense>,
+    /// GET MEMBER ATTRIBUTES: the members' attributes, sent as a multi-object (0xE) list at the
+    /// retrieved-attributes offset instead of `retrieved`.
+    pub member_retrieved: Vec<crate::attr::MemberAttr>,
+}
+
+impl ServiceAction {
+    /// Every service action Tessera decodes, in table order.
+    pub const ALL: [ServiceAction; 30] = [
+        ServiceAction::FormatOsd,
+        ServiceAction::Create,
+        ServiceAction::List,
+        ServiceAction::Punch,
+        ServiceAction::Read,
+        ServiceAction::Write,
+        ServiceAction::Append,
+        ServiceAction::Flush,
+        ServiceAction::Clear,
+        ServiceAction::Remove,
+        ServiceAction::CreatePartition,
+        ServiceAction::RemovePartition,
+        ServiceAction::GetAttributes,
+        ServiceAction::SetAttributes,
+        ServiceAction::CreateAndWrite,
+        ServiceAction::CreateCollection,
+        ServiceAction::RemoveCollection,
+        ServiceAction::ListCollection,
+        ServiceAction::SetKey,
+        ServiceAction::SetMasterKey,
+        ServiceAction::FlushCollection,
+        ServiceAction::FlushPartition,
+        ServiceAction::FlushOsd,
+        ServiceAction::Query,
+        ServiceAction::RemoveMemberObjects,
+        ServiceAction::GetMemberAttributes,
+        ServiceAction::SetMemberAttributes,
+        ServiceAction::ReadMap,
+        ServiceAction::CompareAndSwap,
+        ServiceAction::FetchAndAdd,
+    ];
+
+    /// The service action with wire code `code`, if Tessera knows it.
+    pub fn from_code(code: u16) -> Option<Self> {
+        Self::ALL.into_iter().find(|sa| *sa as u16 == code)
+    }
+
+    pub fn code(self) -> u16 {
+        self as u16
+    }
+}
+
+impl FlushScope {
+    /// CDB byte 10 bits 1:0.
+    pub fn code(self) -> u8 {
+        match self {
+            FlushScope::DataAndAttributes => 0,
+            FlushScope::AttributesOnly => 1,
+            FlushScope::Everything => 2,
+        }
+    }
+}
+
+impl MapType {
+    pub fn from_code(code: u8) -> Option<Self> {
+        match code {
+            0 => Some(MapType::All),
+            1 => Some(MapType::Written),
+            2 => Some(MapType::Holes),
+            _ => None,
+        }
+    }
+}
+
+impl Command {
+    /// The service action that carries this command.
+    pub fn service_action(&self) -> ServiceAction {
+        match self {
+            Command::FormatOsd { .. } => ServiceAction::FormatOsd,
+            Command::Create { .. } => ServiceAction::Create,
+            Command::Remove { .. } => ServiceAction::Remove,
+            Command::CreatePartition { .. } => ServiceAction::CreatePartition,
+            Command::RemovePartition { .. } => ServiceAction::RemovePartition,
+            Command::CreateCollection { .. } => ServiceAction::CreateCollection,
+            Command::RemoveCollection { .. } => ServiceAction::RemoveCollection,
+            Command::List { .. } => ServiceAction::List,
+            Command::ListCollection { .. } => ServiceAction::ListCollection,
+            Command::Read { .. } => ServiceAction::Read,
+            Command::Write { .. } => ServiceAction::Write,
+            Command::CreateAndWrite { .. } => ServiceAction::CreateAndWrite,
+            Command::Append { .. } => ServiceAction::Append,
+            Command::Punch { .. } => ServiceAction::Punch,
+            Command::Clear { .. } => ServiceAction::Clear,
+            Command::Flush { .. } => ServiceAction::Flush,
+            Command::FlushCollection { .. } => ServiceAction::FlushCollection,
+            Command::FlushPartition { .. } => ServiceAction::FlushPartition,
+            Command::FlushOsd { .. } => ServiceAction::FlushOsd,
+            Command::GetAttributes { .. } => ServiceAction::GetAttributes,
+            Command::SetAttributes { .. } => ServiceAction::SetAttributes,
+            Command::Query { .. } => ServiceAction::Query,
+            Command::GetMemberAttributes { .. } => ServiceAction::GetMemberAttributes,
+            Command::SetMemberAttributes { .. } => ServiceAction::SetMemberAttributes,
+            Command::RemoveMemberObjects { .. } => ServiceAction::RemoveMemberObjects,
+            Command::ReadMap { .. } => ServiceAction::ReadMap,
+            Command::CompareAndSwap { .. } => ServiceAction::CompareAndSwap,
+            Command::FetchAndAdd { .. } => ServiceAction::FetchAndAdd,
+        }
+    }
+
+    /// True for the FLUSH family, whose byte 10 holds a scope instead of options.
+    pub fn is_flush(&self) -> bool {
+        matches!(
+            self,
+            Command::Flush { .. } | Command::FlushCollection { .. } | Command::FlushPartition { .. } | Command::FlushOsd { .. }
+        )
+    }
 }

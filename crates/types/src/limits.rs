@@ -51,3 +51,13 @@ const _: () = assert!(DATA_SEGMENT_LEN_MAX <= BURST_LEN_MAX);
 const _: () = assert!((BURST_LEN_MAX as u64) <= TRANSFER_LEN_MAX);
 const _: () = assert!(ATTR_VALUE_LEN_MAX < 0xFFFF);
 const _: () = assert!(SGL_ENTRIES_MAX > 0);
+
+/// Levels of one Tessera nested strided descriptor (3 covers a 3-D subarray; 8 leaves room
+/// for higher-dimensional MPI subarray types while keeping the odometer walk cheap).
+pub const NESTED_LEVELS_MAX: u32 = 8;
+
+/// Descriptors in one CDB continuation segment (a command uses at most one data layout and one
+/// query; the rest of the bound is slack for future descriptor types).
+pub const CONTINUATION_DESCRIPTORS_MAX: usize = 16;
+
+const _: () = assert!(NESTED_LEVELS_MAX >= 3);

@@ -1,0 +1,67 @@
+//! `tessera osd`: open (or create) the object store under `--data`, serve it as LUN 0 of an
+//! iSCSI target, print the ready line, and run until SIGTERM/SIGINT, then flush and exit.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+use tessera_engine::{Engine, EngineConfig};
+use tessera_target::iscsi_server::{TargetConfig, TargetServer};
+use tessera_target::osd_lu::OsdCommandSet;
+use tessera_target::spc::ScsiFront;
+
+use crate::daemon::ready_line;
+
+#[derive(Args)]
+pub struct OsdArgs {
+    /// Directory holding this OSD's object data and attribute database (created if missing).
+    #[arg(long)]
+    data: PathBuf,
+    /// Address to listen on, e.g. 0.0.0.0:3260 or 127.0.0.1:0 (the kernel picks a port).
+    #[arg(long, default_value = "127.0.0.1:3260")]
+    listen: SocketAddr,
+    /// iSCSI target name; default derived from the store's system id.
+    #[arg(long)]
+    target_name: Option<String>,
+}
+
+pub fn run(args: OsdArgs) -> Result<()> {
+    // Signals are blocked for every thread before any is spawned, and taken by one iterator.
+    let mut signals = Signals::new([SIGTERM, SIGINT]).context("installing signal handlers")?;
+    std::fs::create_dir_all(&args.data).with_context(|| format!("creating {}", args.data.display()))?;
+    let engine = Engine::open(&args.data, EngineConfig::default())
+        .with_context(|| format!("opening the object store in {}", args.data.display()))?;
+    let system_id = engine.system_id();
+    let target_name = args.target_name.unwrap_or_else(|| default_target_name(&system_id));
+    let command_set = Arc::new(OsdCommandSet::new(engine));
+    let device = Arc::new(ScsiFront::new(command_set.clone()));
+    let config = TargetConfig::new(&target_name, &args.listen.to_string());
+    let server = TargetServer::bind(config, device).with_context(|| format!("listening on {}", args.listen))?;
+    let addr = server.local_addr()?;
+    println!(
+        "{}",
+        ready_line(&[
+            ("addr", addr.to_string()),
+            ("target", target_name.clone()),
+            ("lun", "0".into()),
+            ("data", args.data.display().to_string()),
+        ])
+    );
+    eprintln!("tessera osd: serving {target_name} (LUN 0, OSD) on {addr}, data in {}", args.data.display());
+    let handle = server.spawn();
+    let signal = signals.forever().next();
+    eprintln!("tessera osd: signal {signal:?}, shutting down");
+    handle.shutdown();
+    command_set.flush_all().context("flushing the object store on shutdown")?;
+    Ok(())
+}
+
+/// `iqn.2026-11.org.tessera:osd-<first 4 bytes of the system id in hex>`.
+pub fn default_target_name(system_id: &[u8; 20]) -> String {
+    let hex: String = system_id[..4].iter().map(|b| format!("{b:02x}")).collect();
+    format!("iqn.2026-11.org.tessera:osd-{hex}")
+}

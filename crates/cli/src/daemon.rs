@@ -1,0 +1,143 @@
+//! Starting Tessera daemons as real child processes. A daemon prints one `ready` line on stdout
+//! once it listens; the parent waits for that line (with a deadline) and reads the address from
+//! it, so ports can be chosen by the kernel (`:0`) with no races.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+
+/// How long a daemon may take to print its ready line.
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The ready line: `ready key=value key=value ...`.
+pub fn ready_line(fields: &[(&str, String)]) -> String {
+    let body: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("ready {}", body.join(" "))
+}
+
+fn parse_ready(line: &str) -> Option<HashMap<String, String>> {
+    let rest = line.strip_prefix("ready ")?;
+    Some(
+        rest.split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    )
+}
+
+/// A running daemon; stopped (SIGTERM, then SIGKILL after a grace period) when dropped.
+pub struct Daemon {
+    child: Child,
+    pub fields: HashMap<String, String>,
+}
+
+impl Daemon {
+    /// Runs `tessera <args...>` (this same executable) and waits for its ready line.
+    pub fn spawn(args: &[&str]) -> Result<Daemon> {
+        let exe = std::env::current_exe().context("finding the tessera executable")?;
+        Self::spawn_exe(&exe, args)
+    }
+
+    pub fn spawn_exe(exe: &Path, args: &[&str]) -> Result<Daemon> {
+        let mut child = Command::new(exe)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("starting {} {}", exe.display(), args.join(" ")))?;
+        let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout pipe"))?;
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let mut sent = false;
+            while let Some(Ok(line)) = lines.next() {
+                if !sent {
+                    if let Some(fields) = parse_ready(&line) {
+                        let _ = tx.send(fields);
+                        sent = true;
+                        continue;
+                    }
+                }
+                println!("{line}");
+            }
+        });
+        match rx.recv_timeout(READY_TIMEOUT) {
+            Ok(fields) => Ok(Daemon { child, fields }),
+            Err(_) => {
+                let status = child.try_wait().ok().flatten();
+                let _ = child.kill();
+                let _ = child.wait();
+                match status {
+                    Some(s) => bail!("`tessera {}` exited ({s}) before it was ready", args.join(" ")),
+                    None => bail!("`tessera {}` was not ready within {READY_TIMEOUT:?}", args.join(" ")),
+                }
+            }
+        }
+    }
+
+    pub fn field(&self, key: &str) -> Result<&str> {
+        self.fields.get(key).map(String::as_str).ok_or_else(|| anyhow!("daemon ready line lacks `{key}`"))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Stops the daemon gracefully and waits for it.
+    pub fn stop(mut self) -> Result<()> {
+        self.terminate()
+    }
+
+    /// Kills the daemon without letting it clean up (a crash, for durability tests).
+    pub fn kill(mut self) -> Result<()> {
+        self.child.kill()?;
+        self.child.wait()?;
+        Ok(())
+    }
+
+    fn terminate(&mut self) -> Result<()> {
+        if self.child.try_wait()?.is_some() {
+            return Ok(());
+        }
+        // SAFETY: kill(2) with a pid we own and a valid signal number has no memory effects.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        for _ in 0..100 {
+            if self.child.try_wait()?.is_some() {
+                return Ok(());
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        self.child.kill()?;
+        self.child.wait()?;
+        Ok(())
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.terminate();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ready_line_round_trips() {
+        let line = ready_line(&[("addr", "127.0.0.1:3260".into()), ("target", "iqn.x:y".into())]);
+        let f = parse_ready(&line).unwrap();
+        assert_eq!(f["addr"], "127.0.0.1:3260");
+        assert_eq!(f["target"], "iqn.x:y");
+        assert!(parse_ready("hello").is_none());
+    }
+}

@@ -1,0 +1,8 @@
+//! The `tessera` command's library: each subcommand in its own module, plus the daemon harness
+//! ([`daemon`]) and connection helper ([`session`]) that the integration tests reuse.
+
+pub mod bench;
+pub mod cmd_osd;
+pub mod daemon;
+pub mod demo;
+pub mod session;

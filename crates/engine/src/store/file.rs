@@ -1,0 +1,395 @@
+//! Object data in plain files: `<root>/<pid hex>/<oid hex>`, created on first write.
+//!
+//! All I/O is positional (pread/pwrite and their vectored forms), so threads share one open
+//! file without seeking. PUNCH is fallocate(PUNCH_HOLE | KEEP_SIZE), CLEAR is
+//! fallocate(ZERO_RANGE), READ MAP walks SEEK_DATA / SEEK_HOLE; where the file system lacks
+//! one of these, the store falls back to writing zeros (the result reads the same).
+
+use std::collections::HashSet;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tessera_types::ObjectAddr;
+
+use super::cache::FileCache;
+use super::plan::{self, Run, Segment};
+use super::{MapExtent, ObjectData, Piece};
+use crate::error::{IoOp, StorageError};
+
+/// Zeros written per pwrite when the file system cannot zero a range itself.
+const ZERO_CHUNK: usize = 64 * 1024;
+
+pub struct FileStore {
+    root: PathBuf,
+    cache: FileCache,
+    read_gap_max: u64,
+    /// Partition directories with entries created since their last fsync: a FLUSH of an
+    /// object in one of them fsyncs the directory too, so a new file's name is durable.
+    dirty_dirs: Mutex<HashSet<u64>>,
+}
+
+impl FileStore {
+    pub fn open(root: &Path, open_files_max: usize, read_gap_max: u64) -> Result<FileStore, StorageError> {
+        fs::create_dir_all(root).map_err(StorageError::io(IoOp::Open))?;
+        Ok(FileStore {
+            root: root.to_path_buf(),
+            cache: FileCache::new(open_files_max),
+            read_gap_max,
+            dirty_dirs: Mutex::new(HashSet::new()),
+        })
+    }
+
+    fn partition_dir(&self, partition_id: u64) -> PathBuf {
+        self.root.join(format!("{partition_id:x}"))
+    }
+
+    fn path(&self, addr: ObjectAddr) -> PathBuf {
+        self.partition_dir(addr.partition_id.0).join(format!("{:x}", addr.object_id.0))
+    }
+
+    /// The open file, or None when the object has no data yet.
+    fn existing(&self, addr: ObjectAddr) -> Result<Option<Arc<File>>, StorageError> {
+        if let Some(f) = self.cache.get(&addr) {
+            return Ok(Some(f));
+        }
+        match OpenOptions::new().read(true).write(true).open(self.path(addr)) {
+            Ok(f) => {
+                let f = Arc::new(f);
+                self.cache.insert(addr, f.clone());
+                Ok(Some(f))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StorageError::Io { op: IoOp::Open, source: e }),
+        }
+    }
+
+    /// The open file, created (with its partition directory) if needed.
+    fn create(&self, addr: ObjectAddr) -> Result<Arc<File>, StorageError> {
+        if let Some(f) = self.existing(addr)? {
+            return Ok(f);
+        }
+        let path = self.path(addr);
+        let open = || OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path);
+        let file = match open() {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                fs::create_dir_all(self.partition_dir(addr.partition_id.0)).map_err(StorageError::io(IoOp::Open))?;
+                open()
+            }
+            other => other,
+        }
+        .map_err(StorageError::io(IoOp::Open))?;
+        self.dirty_dirs.lock().unwrap_or_else(|p| p.into_inner()).insert(addr.partition_id.0);
+        let file = Arc::new(file);
+        self.cache.insert(addr, file.clone());
+        Ok(file)
+    }
+
+    fn write_zeros(file: &File, offset: u64, len: u64) -> Result<(), StorageError> {
+        let zeros = vec![0u8; ZERO_CHUNK.min(len as usize)];
+        let mut at = offset;
+        let end = offset + len;
+        while at < end {
+            let n = (end - at).min(ZERO_CHUNK as u64) as usize;
+            file.write_all_at(&zeros[..n], at).map_err(StorageError::io(IoOp::Write))?;
+            at += n as u64;
+        }
+        Ok(())
+    }
+
+    fn fallocate(file: &File, mode: libc::c_int, offset: u64, len: u64) -> io::Result<()> {
+        // SAFETY: fallocate reads only its integer arguments; the fd is open for writing.
+        let rc = unsafe { libc::fallocate(file.as_raw_fd(), mode, offset as libc::off_t, len as libc::off_t) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+}
+
+fn unsupported(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) | Some(libc::EINVAL))
+}
+
+/// Skips `n` transferred bytes in an iovec array (after a short vectored transfer).
+fn advance(iovs: &mut [libc::iovec], mut n: usize) -> &mut [libc::iovec] {
+    let mut skip = 0;
+    for iov in iovs.iter() {
+        if n < iov.iov_len {
+            break;
+        }
+        n -= iov.iov_len;
+        skip += 1;
+    }
+    let rest = &mut iovs[skip..];
+    if n > 0 {
+        // SAFETY: n < rest[0].iov_len (checked by the loop), so the pointer stays inside the
+        // iovec's buffer.
+        rest[0].iov_base = unsafe { (rest[0].iov_base as *mut u8).add(n) } as *mut libc::c_void;
+        rest[0].iov_len -= n;
+    }
+    rest
+}
+
+/// preadv until every iovec is full or end of file (the rest is left untouched).
+fn preadv_all(file: &File, mut offset: u64, mut iovs: &mut [libc::iovec]) -> io::Result<()> {
+    while !iovs.is_empty() {
+        // SAFETY: every iovec points into a live buffer the caller borrows mutably for the
+        // duration of this call, and iovs.len() <= IOV_MAX.
+        let n = unsafe { libc::preadv(file.as_raw_fd(), iovs.as_ptr(), iovs.len() as libc::c_int, offset as libc::off_t) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        offset += n as u64;
+        iovs = advance(iovs, n as usize);
+    }
+    Ok(())
+}
+
+fn pwritev_all(file: &File, mut offset: u64, mut iovs: &mut [libc::iovec]) -> io::Result<()> {
+    while !iovs.is_empty() {
+        // SAFETY: as in preadv_all; the kernel only reads the buffers.
+        let n = unsafe { libc::pwritev(file.as_raw_fd(), iovs.as_ptr(), iovs.len() as libc::c_int, offset as libc::off_t) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(io::Error::from(io::ErrorKind::WriteZero));
+        }
+        offset += n as u64;
+        iovs = advance(iovs, n as usize);
+    }
+    Ok(())
+}
+
+fn read_run(file: &File, run: &Run, buf: &mut [u8], scratch: &mut [u8]) -> io::Result<()> {
+    if let [Segment::Buf(r)] = run.segments.as_slice() {
+        return read_at_most(file, run.object_offset, &mut buf[r.clone()]).map(|_| ());
+    }
+    let base = buf.as_mut_ptr();
+    let mut iovs: Vec<libc::iovec> = run
+        .segments
+        .iter()
+        .map(|s| match s {
+            // SAFETY (pointer arithmetic): every range lies inside buf; the plan keeps pieces
+            // of one read disjoint in the buffer.
+            Segment::Buf(r) => libc::iovec { iov_base: unsafe { base.add(r.start) } as *mut libc::c_void, iov_len: r.len() },
+            Segment::Gap(n) => {
+                assert!(*n as usize <= scratch.len(), "read gap larger than the scratch buffer");
+                libc::iovec { iov_base: scratch.as_mut_ptr() as *mut libc::c_void, iov_len: *n as usize }
+            }
+        })
+        .collect();
+    preadv_all(file, run.object_offset, &mut iovs)
+}
+
+/// pread until `buf` is full or end of file; returns the bytes read.
+fn read_at_most(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+impl ObjectData for FileStore {
+    fn read_at(&self, addr: ObjectAddr, offset: u64, buf: &mut [u8]) -> Result<usize, StorageError> {
+        match self.existing(addr)? {
+            Some(f) => read_at_most(&f, offset, buf).map_err(StorageError::io(IoOp::Read)),
+            None => Ok(0),
+        }
+    }
+
+    fn write_at(&self, addr: ObjectAddr, offset: u64, data: &[u8]) -> Result<(), StorageError> {
+        self.create(addr)?.write_all_at(data, offset).map_err(StorageError::io(IoOp::Write))
+    }
+
+    fn read_pieces(&self, addr: ObjectAddr, pieces: &[Piece], buf: &mut [u8]) -> Result<(), StorageError> {
+        let Some(file) = self.existing(addr)? else { return Ok(()) };
+        let runs = plan::plan_read(pieces, self.read_gap_max);
+        let gap_max = runs
+            .iter()
+            .flat_map(|r| r.segments.iter())
+            .filter_map(|s| if let Segment::Gap(n) = s { Some(*n as usize) } else { None })
+            .max()
+            .unwrap_or(0);
+        let mut scratch = vec![0u8; gap_max];
+        for run in &runs {
+            read_run(&file, run, buf, &mut scratch).map_err(StorageError::io(IoOp::Read))?;
+        }
+        Ok(())
+    }
+
+    fn write_pieces(&self, addr: ObjectAddr, pieces: &[Piece], data: &[u8]) -> Result<(), StorageError> {
+        let file = self.create(addr)?;
+        for run in plan::plan_write(pieces) {
+            let result = if let [Segment::Buf(r)] = run.segments.as_slice() {
+                file.write_all_at(&data[r.clone()], run.object_offset)
+            } else {
+                let mut iovs: Vec<libc::iovec> = run
+                    .segments
+                    .iter()
+                    .map(|s| match s {
+                        Segment::Buf(r) => libc::iovec { iov_base: data[r.clone()].as_ptr() as *mut libc::c_void, iov_len: r.len() },
+                        Segment::Gap(_) => unreachable!("write plans have no gaps"),
+                    })
+                    .collect();
+                pwritev_all(&file, run.object_offset, &mut iovs)
+            };
+            result.map_err(StorageError::io(IoOp::Write))?;
+        }
+        Ok(())
+    }
+
+    fn stored_len(&self, addr: ObjectAddr) -> Result<u64, StorageError> {
+        match self.existing(addr)? {
+            Some(f) => Ok(f.metadata().map_err(StorageError::io(IoOp::Stat))?.len()),
+            None => Ok(0),
+        }
+    }
+
+    fn set_len(&self, addr: ObjectAddr, len: u64) -> Result<(), StorageError> {
+        let file = if len == 0 { self.existing(addr)? } else { Some(self.create(addr)?) };
+        match file {
+            Some(f) => f.set_len(len).map_err(StorageError::io(IoOp::Truncate)),
+            None => Ok(()),
+        }
+    }
+
+    fn used_bytes(&self, addr: ObjectAddr) -> Result<u64, StorageError> {
+        match self.existing(addr)? {
+            Some(f) => Ok(f.metadata().map_err(StorageError::io(IoOp::Stat))?.blocks() * 512),
+            None => Ok(0),
+        }
+    }
+
+    fn punch(&self, addr: ObjectAddr, offset: u64, len: u64) -> Result<(), StorageError> {
+        let Some(file) = self.existing(addr)? else { return Ok(()) };
+        match Self::fallocate(&file, libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, offset, len) {
+            Ok(()) => Ok(()),
+            Err(e) if unsupported(&e) => {
+                let size = file.metadata().map_err(StorageError::io(IoOp::Stat))?.len();
+                let end = (offset + len).min(size);
+                if end > offset {
+                    Self::write_zeros(&file, offset, end - offset)?;
+                }
+                Ok(())
+            }
+            Err(e) => Err(StorageError::Io { op: IoOp::Deallocate, source: e }),
+        }
+    }
+
+    fn zero(&self, addr: ObjectAddr, offset: u64, len: u64) -> Result<(), StorageError> {
+        let file = self.create(addr)?;
+        match Self::fallocate(&file, libc::FALLOC_FL_ZERO_RANGE, offset, len) {
+            Ok(()) => Ok(()),
+            Err(e) if unsupported(&e) => Self::write_zeros(&file, offset, len),
+            Err(e) => Err(StorageError::Io { op: IoOp::Write, source: e }),
+        }
+    }
+
+    fn map(&self, addr: ObjectAddr, offset: u64, len: u64) -> Result<Vec<MapExtent>, StorageError> {
+        let end = offset.saturating_add(len);
+        let mut out = Vec::new();
+        if len == 0 {
+            return Ok(out);
+        }
+        let Some(file) = self.existing(addr)? else {
+            out.push(MapExtent { offset, len, written: false });
+            return Ok(out);
+        };
+        let fd = file.as_raw_fd();
+        let seek = |at: u64, whence: libc::c_int| -> io::Result<Option<u64>> {
+            // SAFETY: lseek takes integers only; the file offset it moves is never used
+            // (all data I/O here is positional).
+            let r = unsafe { libc::lseek(fd, at as libc::off_t, whence) };
+            if r >= 0 {
+                Ok(Some(r as u64))
+            } else {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::ENXIO) { Ok(None) } else { Err(e) }
+            }
+        };
+        let mut at = offset;
+        while at < end {
+            let data = seek(at, libc::SEEK_DATA).map_err(StorageError::io(IoOp::Map))?.unwrap_or(end).min(end);
+            if data > at {
+                out.push(MapExtent { offset: at, len: data - at, written: false });
+            }
+            if data >= end {
+                break;
+            }
+            let hole = seek(data, libc::SEEK_HOLE).map_err(StorageError::io(IoOp::Map))?.unwrap_or(end).min(end);
+            out.push(MapExtent { offset: data, len: hole - data, written: true });
+            at = hole;
+        }
+        Ok(out)
+    }
+
+    fn sync(&self, addr: ObjectAddr) -> Result<(), StorageError> {
+        if let Some(f) = self.existing(addr)? {
+            f.sync_data().map_err(StorageError::io(IoOp::Sync))?;
+        }
+        let dirty = self.dirty_dirs.lock().unwrap_or_else(|p| p.into_inner()).remove(&addr.partition_id.0);
+        if dirty {
+            let dir = File::open(self.partition_dir(addr.partition_id.0)).map_err(StorageError::io(IoOp::Sync))?;
+            dir.sync_all().map_err(StorageError::io(IoOp::Sync))?;
+        }
+        Ok(())
+    }
+
+    fn sync_all(&self) -> Result<(), StorageError> {
+        let dir = File::open(&self.root).map_err(StorageError::io(IoOp::Sync))?;
+        // SAFETY: syncfs takes an open fd and nothing else.
+        if unsafe { libc::syncfs(dir.as_raw_fd()) } != 0 {
+            return Err(StorageError::Io { op: IoOp::Sync, source: io::Error::last_os_error() });
+        }
+        self.dirty_dirs.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        Ok(())
+    }
+
+    fn remove(&self, addr: ObjectAddr) -> Result<(), StorageError> {
+        self.cache.evict(&addr);
+        match fs::remove_file(self.path(addr)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(StorageError::Io { op: IoOp::Remove, source: e }),
+            _ => Ok(()),
+        }
+    }
+
+    fn remove_partition(&self, partition_id: u64) -> Result<(), StorageError> {
+        self.cache.evict_partition(partition_id);
+        match fs::remove_dir_all(self.partition_dir(partition_id)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(StorageError::Io { op: IoOp::Remove, source: e }),
+            _ => Ok(()),
+        }
+    }
+
+    fn wipe(&self) -> Result<(), StorageError> {
+        self.cache.clear();
+        match fs::remove_dir_all(&self.root) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(StorageError::Io { op: IoOp::Remove, source: e }),
+            _ => {}
+        }
+        fs::create_dir_all(&self.root).map_err(StorageError::io(IoOp::Open))
+    }
+}

@@ -1,1 +1,0 @@
-//! iSCSI initiator session.

@@ -1,0 +1,91 @@
+//! The iSCSI initiator (RFC 7143): [`Session`] logs in to a target and carries SCSI commands for
+//! many threads at once over one connection; [`Session::discover`] asks a portal for its
+//! targets; [`RawConnection`] sends hand-built PDUs for tests of a target's error handling.
+
+mod login;
+mod raw;
+mod rx;
+mod session;
+
+pub use login::LoginResult;
+pub use raw::{RawConnection, RawReply};
+pub use session::Session;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use tessera_iscsi::login::{DigestKind, Offer};
+use tessera_types::limits::{BURST_LEN_MAX, DATA_SEGMENT_LEN_MAX};
+
+/// What the initiator asks for at login.
+#[derive(Clone, Debug)]
+pub struct SessionConfig {
+    pub initiator_name: String,
+    pub target_name: String,
+    /// The digest we insist on for headers (offered alone, so the target must accept it).
+    pub header_digest: DigestKind,
+    pub data_digest: DigestKind,
+    pub max_recv_data_segment_len: u32,
+    pub max_burst_len: u32,
+    pub first_burst_len: u32,
+    pub immediate_data: bool,
+    pub initial_r2t: bool,
+    pub max_outstanding_r2t: u32,
+    /// Initiator session id; by default a random-format ISID unique within this process.
+    pub isid: [u8; 6],
+}
+
+impl SessionConfig {
+    /// Defaults: no digests, ImmediateData=Yes, InitialR2T=No, the largest bursts and segments
+    /// the limits allow, so that a write costs no R2T round trip.
+    pub fn new(initiator_name: &str, target_name: &str) -> Self {
+        SessionConfig {
+            initiator_name: initiator_name.to_string(),
+            target_name: target_name.to_string(),
+            header_digest: DigestKind::None,
+            data_digest: DigestKind::None,
+            max_recv_data_segment_len: DATA_SEGMENT_LEN_MAX,
+            max_burst_len: BURST_LEN_MAX,
+            first_burst_len: BURST_LEN_MAX,
+            immediate_data: true,
+            initial_r2t: false,
+            max_outstanding_r2t: 1,
+            isid: next_isid(),
+        }
+    }
+
+    pub fn offer(&self) -> Offer {
+        Offer {
+            header_digests: vec![self.header_digest],
+            data_digests: vec![self.data_digest],
+            max_recv_data_segment_len: self.max_recv_data_segment_len,
+            max_burst_len: self.max_burst_len,
+            first_burst_len: self.first_burst_len,
+            immediate_data: self.immediate_data,
+            initial_r2t: self.initial_r2t,
+            max_outstanding_r2t: self.max_outstanding_r2t,
+            ..Offer::default()
+        }
+    }
+}
+
+/// An ISID of the "random" format (RFC 7143 §11.12.5: type 10b in the top bits), made from the
+/// process id and a counter so that sessions of one process never share one.
+fn next_isid() -> [u8; 6] {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let pid = std::process::id();
+    let mut isid = [0u8; 6];
+    isid[0] = 0x80;
+    isid[1] = (pid >> 8) as u8;
+    isid[2] = pid as u8;
+    isid[3..6].copy_from_slice(&n.to_be_bytes()[1..]);
+    isid
+}
+
+/// One target a portal reported (SendTargets, RFC 7143 Appendix C).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiscoveredTarget {
+    pub name: String,
+    /// `address:port,portal-group-tag` entries.
+    pub addresses: Vec<String>,
+}

@@ -1,0 +1,189 @@
+//! The session's reader thread: reads every PDU the target sends and routes it by ITT to the
+//! waiting caller (RFC 7143 §11): Data-In straight into the caller's buffer, R2Ts to the caller
+//! that must answer them, status, NOP-In, TMF, Text and Logout responses, and Rejects. It also
+//! tracks ExpStatSN and MaxCmdSN. It never writes to the socket (a target ping is answered from
+//! a short-lived thread), so the two directions cannot deadlock.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use tessera_iscsi::bhs::{RESERVED_TAG, OFF_ITT};
+use tessera_iscsi::pdu::*;
+use tessera_iscsi::serial::sn_lt;
+use tessera_iscsi::{Incoming, PduReader, ReadError};
+use tessera_scsi::{Sense, TransportError};
+use tracing::{debug, warn};
+
+use super::login::proto;
+use super::session::{Completion, Inner};
+use std::net::TcpStream;
+
+pub(crate) fn run(inner: Arc<Inner>, mut reader: PduReader<TcpStream>) {
+    loop {
+        let inc = match reader.read_header() {
+            Ok(i) => i,
+            Err(e) => {
+                if !matches!(e, ReadError::Closed) && !inner.closed.load(Ordering::Acquire) {
+                    debug!(peer = %inner.peer, error = %e, "session reader stopped");
+                }
+                break;
+            }
+        };
+        if let Err(e) = handle(&inner, &mut reader, inc) {
+            warn!(peer = %inner.peer, error = %e, "closing session");
+            break;
+        }
+    }
+    let _ = inner.socket.shutdown(std::net::Shutdown::Both);
+    inner.fail_all();
+}
+
+/// Updates ExpStatSN and the CmdSN window from a target PDU (RFC 7143 §4.2.2.1: MaxCmdSN only
+/// moves forward, and only when it is not below ExpCmdSN - 1).
+fn update_sn(inner: &Inner, stat_sn: Option<u32>, exp_cmd_sn: u32, max_cmd_sn: u32) {
+    if let Some(s) = stat_sn {
+        let next = s.wrapping_add(1);
+        let cur = inner.exp_stat_sn.load(Ordering::Acquire);
+        if sn_lt(cur, next) {
+            inner.exp_stat_sn.store(next, Ordering::Release);
+        }
+    }
+    if sn_lt(max_cmd_sn, exp_cmd_sn.wrapping_sub(1)) {
+        return;
+    }
+    let mut w = inner.window.lock().expect("window lock poisoned");
+    if sn_lt(w.max_cmd_sn, max_cmd_sn) {
+        w.max_cmd_sn = max_cmd_sn;
+        inner.window_cv.notify_all();
+    }
+}
+
+fn handle(inner: &Inner, reader: &mut PduReader<TcpStream>, inc: Incoming) -> Result<(), TransportError> {
+    let peer = &inner.peer;
+    let len = inc.data_segment_len();
+    let read_err = |e: ReadError| super::login::read_err(peer, e);
+    let pdu = inc.pdu.map_err(|e| proto(peer, e.to_string()))?;
+    match pdu {
+        Pdu::DataIn(d) => {
+            update_sn(inner, d.status.map(|_| d.stat_sn), d.exp_cmd_sn, d.max_cmd_sn);
+            let Some(slot) = inner.tasks().get(&d.itt).cloned() else {
+                reader.discard_data(len).map_err(read_err)?;
+                return Ok(());
+            };
+            let end = d.buffer_offset as u64 + len as u64;
+            if end > slot.data_in_len as u64 {
+                reader.discard_data(len).map_err(read_err)?;
+                slot.complete(Err(proto(peer, "Data-In beyond the expected length")));
+                return Ok(());
+            }
+            {
+                let mut s = slot.state.lock().expect("slot lock poisoned");
+                let end = end as usize;
+                if s.data_in.len() < end {
+                    s.data_in.resize(end, 0);
+                }
+                let start = d.buffer_offset as usize;
+                match reader.read_data(&mut s.data_in[start..end]) {
+                    Ok(()) => {}
+                    Err(ReadError::DataDigest) => {
+                        drop(s);
+                        slot.complete(Err(proto(peer, "Data-In digest mismatch")));
+                        return Ok(());
+                    }
+                    Err(e) => return Err(read_err(e)),
+                }
+            }
+            if let Some(status) = d.status {
+                let residual = residual(d.underflow, d.overflow, d.residual_count);
+                slot.complete(Ok(Completion::Scsi { status, sense: None, residual }));
+            }
+        }
+        Pdu::ScsiResponse(r) => {
+            update_sn(inner, Some(r.stat_sn), r.exp_cmd_sn, r.max_cmd_sn);
+            let data = reader.read_data_vec(len).map_err(read_err)?;
+            let sense = match data.get(..2) {
+                Some(l) => {
+                    let sense_len = u16::from_be_bytes([l[0], l[1]]) as usize;
+                    data.get(2..2 + sense_len).and_then(|s| Sense::decode(s).ok())
+                }
+                None => None,
+            };
+            let bidi = r.bidi_overflow || r.bidi_underflow;
+            let residual = if bidi {
+                residual(r.bidi_underflow, r.bidi_overflow, r.bidi_read_residual_count)
+            } else {
+                residual(r.underflow, r.overflow, r.residual_count)
+            };
+            if let Some(slot) = inner.tasks().get(&r.itt).cloned() {
+                slot.complete(Ok(Completion::Scsi { status: r.status, sense, residual }));
+            }
+        }
+        Pdu::R2t(r) => {
+            update_sn(inner, None, r.exp_cmd_sn, r.max_cmd_sn);
+            reader.discard_data(len).map_err(read_err)?;
+            if let Some(slot) = inner.tasks().get(&r.itt).cloned() {
+                slot.state.lock().expect("slot lock poisoned").r2ts.push_back(r);
+                slot.cv.notify_all();
+            }
+        }
+        Pdu::NopIn(n) => {
+            update_sn(inner, (n.itt != RESERVED_TAG).then_some(n.stat_sn), n.exp_cmd_sn, n.max_cmd_sn);
+            let data = reader.read_data_vec(len).map_err(read_err)?;
+            if n.itt != RESERVED_TAG {
+                if let Some(slot) = inner.tasks().get(&n.itt).cloned() {
+                    slot.complete(Ok(Completion::Nop(data)));
+                }
+            } else if n.ttt != RESERVED_TAG {
+                debug!(peer, "target ping; not answered (targets we talk to never ping)");
+            }
+        }
+        Pdu::TaskMgmtResponse(t) => {
+            update_sn(inner, Some(t.stat_sn), t.exp_cmd_sn, t.max_cmd_sn);
+            reader.discard_data(len).map_err(read_err)?;
+            if let Some(slot) = inner.tasks().get(&t.itt).cloned() {
+                slot.complete(Ok(Completion::Tmf(t.response)));
+            }
+        }
+        Pdu::TextResponse(t) => {
+            update_sn(inner, Some(t.stat_sn), t.exp_cmd_sn, t.max_cmd_sn);
+            let data = reader.read_data_vec(len).map_err(read_err)?;
+            if let Some(slot) = inner.tasks().get(&t.itt).cloned() {
+                slot.complete(Ok(Completion::Text(data)));
+            }
+        }
+        Pdu::LogoutResponse(l) => {
+            update_sn(inner, Some(l.stat_sn), l.exp_cmd_sn, l.max_cmd_sn);
+            reader.discard_data(len).map_err(read_err)?;
+            if let Some(slot) = inner.tasks().get(&l.itt).cloned() {
+                slot.complete(Ok(Completion::Logout));
+            }
+        }
+        Pdu::Reject(r) => {
+            update_sn(inner, Some(r.stat_sn), r.exp_cmd_sn, r.max_cmd_sn);
+            let data = reader.read_data_vec(len).map_err(read_err)?;
+            let itt = data.get(OFF_ITT..OFF_ITT + 4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+            warn!(peer, reason = r.reason, ?itt, "target rejected a PDU");
+            if let Some(slot) = itt.and_then(|i| inner.tasks().get(&i).cloned()) {
+                slot.complete(Err(proto(peer, format!("PDU rejected, reason {:#04x}", r.reason))));
+            }
+        }
+        Pdu::AsyncMessage(a) => {
+            update_sn(inner, Some(a.stat_sn), a.exp_cmd_sn, a.max_cmd_sn);
+            reader.discard_data(len).map_err(read_err)?;
+            debug!(peer, event = a.async_event, "asynchronous message");
+        }
+        other => return Err(proto(peer, format!("unexpected {:?} from target", other.opcode()))),
+    }
+    Ok(())
+}
+
+/// Residual as the transport reports it: positive for underflow, negative for overflow.
+fn residual(underflow: bool, overflow: bool, count: u32) -> i64 {
+    if underflow {
+        count as i64
+    } else if overflow {
+        -(count as i64)
+    } else {
+        0
+    }
+}

@@ -1,0 +1,121 @@
+//! Data commands: READ, WRITE, APPEND, CREATE AND WRITE (contiguous or with a
+//! [`DataLayout`]), PUNCH, CLEAR, the FLUSH family and READ MAP.
+
+use tessera_osd_proto::pages::{CURRENT_COMMAND_APPEND_START, CURRENT_COMMAND_OBJECT_ID};
+use tessera_osd_proto::{Command, DataLayout, FlushScope, GetAttrs, MapType, OsdRequestBuilder, ReadMapResult, ServiceAction};
+use tessera_scsi::{ScsiTransport, Sense};
+use tessera_types::ObjectAddr;
+
+use super::{OsdClient, OsdError};
+
+/// ASC/ASCQ 3B17: READ PAST END OF USER OBJECT (OSD-2 r05 §4.14.3), under RECOVERED ERROR.
+pub const READ_PAST_END: u16 = 0x3B17;
+
+/// What a READ returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadResult {
+    /// The bytes read, in layout order. Past the end of the object the target returns fewer
+    /// bytes (contiguous) or zero-filled ones (a layout), with `past_end` set.
+    pub data: Vec<u8>,
+    /// The read reached past the end of the object (RECOVERED ERROR 3B17).
+    pub past_end: bool,
+    /// The recovered-error sense, if any.
+    pub recovered: Option<Sense>,
+}
+
+impl<T: ScsiTransport> OsdClient<T> {
+    /// READ `len` bytes at `offset`.
+    pub fn read(&self, addr: ObjectAddr, offset: u64, len: u64) -> Result<ReadResult, OsdError> {
+        self.read_layout(addr, offset, len, DataLayout::Contiguous)
+    }
+
+    /// READ with a scatter/gather, strided or nested layout (offsets relative to `offset`);
+    /// `len` is the total number of bytes the layout covers.
+    pub fn read_layout(&self, addr: ObjectAddr, offset: u64, len: u64, layout: DataLayout) -> Result<ReadResult, OsdError> {
+        let reply = self.execute(&OsdRequestBuilder::new(Command::Read { addr, offset, len, layout }))?;
+        let past_end = reply.recovered.as_ref().is_some_and(|s| s.asc_ascq() == READ_PAST_END);
+        Ok(ReadResult { data: reply.data, past_end, recovered: reply.recovered })
+    }
+
+    /// WRITE `data` at `offset`. `fua` makes it durable before the status returns.
+    pub fn write(&self, addr: ObjectAddr, offset: u64, data: &[u8], fua: bool) -> Result<(), OsdError> {
+        self.write_layout(addr, offset, data, DataLayout::Contiguous, fua)
+    }
+
+    /// WRITE with a layout: `data` holds the pieces back to back, in layout order.
+    pub fn write_layout(&self, addr: ObjectAddr, offset: u64, data: &[u8], layout: DataLayout, fua: bool) -> Result<(), OsdError> {
+        let command = Command::Write { addr, offset, len: data.len() as u64, layout };
+        self.execute(&OsdRequestBuilder::new(command).data(data).fua(fua)).map(drop)
+    }
+
+    /// APPEND `data`; returns the byte address it landed at (Current Command attribute 5).
+    pub fn append(&self, addr: ObjectAddr, data: &[u8]) -> Result<u64, OsdError> {
+        let b = OsdRequestBuilder::new(Command::Append { addr, len: data.len() as u64 })
+            .data(data)
+            .get_attrs(GetAttrs::List { ids: vec![CURRENT_COMMAND_APPEND_START], allocation_len: 64 });
+        let reply = self.execute(&b)?;
+        self.attr_u64(&reply, CURRENT_COMMAND_APPEND_START, ServiceAction::Append, "the append start address")
+    }
+
+    /// CREATE AND WRITE: a new user object holding `data` at `offset` (with a layout, if not
+    /// contiguous); returns its id.
+    pub fn create_and_write(
+        &self,
+        partition_id: u64,
+        requested: Option<u64>,
+        offset: u64,
+        data: &[u8],
+        layout: DataLayout,
+    ) -> Result<u64, OsdError> {
+        let command = Command::CreateAndWrite { partition_id, requested, offset, len: data.len() as u64, layout };
+        let b = OsdRequestBuilder::new(command)
+            .data(data)
+            .get_attrs(GetAttrs::List { ids: vec![CURRENT_COMMAND_OBJECT_ID], allocation_len: 64 });
+        let reply = self.execute(&b)?;
+        match requested {
+            Some(oid) => Ok(oid),
+            None => self.attr_u64(&reply, CURRENT_COMMAND_OBJECT_ID, ServiceAction::CreateAndWrite, "the new object id"),
+        }
+    }
+
+    /// PUNCH: deallocate [offset, offset + len) (reads back as zeros).
+    pub fn punch(&self, addr: ObjectAddr, offset: u64, len: u64) -> Result<(), OsdError> {
+        self.execute(&OsdRequestBuilder::new(Command::Punch { addr, offset, len })).map(drop)
+    }
+
+    /// CLEAR: write zeros over [offset, offset + len).
+    pub fn clear(&self, addr: ObjectAddr, offset: u64, len: u64) -> Result<(), OsdError> {
+        self.execute(&OsdRequestBuilder::new(Command::Clear { addr, offset, len })).map(drop)
+    }
+
+    /// FLUSH one user object (scope: data and attributes, or attributes only).
+    pub fn flush(&self, addr: ObjectAddr, scope: FlushScope) -> Result<(), OsdError> {
+        self.execute(&OsdRequestBuilder::new(Command::Flush { addr, scope })).map(drop)
+    }
+
+    pub fn flush_collection(&self, addr: ObjectAddr, scope: FlushScope) -> Result<(), OsdError> {
+        self.execute(&OsdRequestBuilder::new(Command::FlushCollection { addr, scope })).map(drop)
+    }
+
+    pub fn flush_partition(&self, partition_id: u64, scope: FlushScope) -> Result<(), OsdError> {
+        self.execute(&OsdRequestBuilder::new(Command::FlushPartition { partition_id, scope })).map(drop)
+    }
+
+    pub fn flush_osd(&self, scope: FlushScope) -> Result<(), OsdError> {
+        self.execute(&OsdRequestBuilder::new(Command::FlushOsd { scope })).map(drop)
+    }
+
+    /// READ MAP: the written ranges or holes of [offset, offset + len).
+    pub fn read_map(
+        &self,
+        addr: ObjectAddr,
+        offset: u64,
+        len: u64,
+        map_type: MapType,
+        allocation_len: u32,
+    ) -> Result<ReadMapResult, OsdError> {
+        let command = Command::ReadMap { addr, offset, len, map_type, allocation_len: allocation_len as u64 };
+        let reply = self.execute(&OsdRequestBuilder::new(command))?;
+        ReadMapResult::decode(&reply.data).map_err(|e| self.reply_error(ServiceAction::ReadMap, e))
+    }
+}

@@ -1,0 +1,9 @@
+//! Login-phase logic (RFC 7143 §6, §13): the key table, negotiated parameters and the pure
+//! negotiators both sides run.
+
+pub mod keys;
+pub mod negotiate;
+pub mod params;
+
+pub use negotiate::{InitiatorNegotiator, NegotiationError, TargetNegotiator};
+pub use params::{DigestKind, Offer, SessionParams, SessionType, DEFAULT_MAX_RECV_DATA_SEGMENT_LEN};

@@ -1,0 +1,284 @@
+//! Framing PDUs on a byte stream (RFC 7143 §11.1): BHS, AHS, optional header digest, data
+//! segment padded to 4 bytes, optional data digest.
+//!
+//! This is the one place that touches `std::io`, through the `Read`/`Write` traits only (no
+//! sockets), so the target and the initiator share it. The reader hands the header to the
+//! caller before the data so the caller can read the data straight into its final buffer
+//! (Data-Out into the task's assembly buffer, Data-In into the caller's result); the writer sends
+//! the header and caller-owned data slices with one vectored write, so read data and write data
+//! are copied by neither side.
+
+use std::io::{self, BufReader, IoSlice, Read, Write};
+
+use thiserror::Error;
+
+use crate::bhs::{Framing, BHS_LEN};
+use crate::bytes::pad_len;
+use crate::digest::{crc32c, crc32c_append, digest_bytes, digest_from_bytes, DIGEST_LEN};
+use crate::error::DecodeError;
+use crate::pdu::Pdu;
+
+/// Buffer of the reader: large enough that small PDUs cost one `read` syscall for several
+/// headers, while data segments of this size or more bypass it and land in place.
+pub const READ_BUFFER_LEN: usize = 256 * 1024;
+
+/// Which digests are in force on a connection (off during login until negotiated).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Digests {
+    pub header: bool,
+    pub data: bool,
+}
+
+#[derive(Debug, Error)]
+pub enum ReadError {
+    #[error("connection closed by peer")]
+    Closed,
+    #[error("I/O error: {0}")]
+    Io(#[from] io::Error),
+    /// The framing can no longer be trusted: the connection must close (RFC 7143 §7.8).
+    #[error("header digest mismatch")]
+    HeaderDigest,
+    #[error("data segment of {len} bytes exceeds MaxRecvDataSegmentLength {max}")]
+    DataSegmentTooLong { len: u32, max: u32 },
+    /// The data was consumed and the stream is still framed; the PDU must be rejected.
+    #[error("data digest mismatch")]
+    DataDigest,
+}
+
+impl ReadError {
+    /// True when the stream can no longer be framed and the connection must close.
+    pub fn is_fatal(&self) -> bool {
+        !matches!(self, ReadError::DataDigest)
+    }
+}
+
+/// One received header; its `data_segment_len` bytes are still unread.
+#[derive(Debug)]
+pub struct Incoming {
+    pub bhs: [u8; BHS_LEN],
+    pub framing: Framing,
+    /// The decoded header, or why it could not be decoded (the stream is still framed; answer
+    /// with a Reject and call [`PduReader::discard_data`]).
+    pub pdu: Result<Pdu, DecodeError>,
+}
+
+impl Incoming {
+    pub fn data_segment_len(&self) -> usize {
+        self.framing.data_segment_len as usize
+    }
+}
+
+pub struct PduReader<R: Read> {
+    inner: BufReader<R>,
+    pub digests: Digests,
+    /// Our declared MaxRecvDataSegmentLength; longer segments close the connection.
+    pub max_data_segment_len: u32,
+}
+
+impl<R: Read> PduReader<R> {
+    pub fn new(inner: R, max_data_segment_len: u32) -> Self {
+        PduReader {
+            inner: BufReader::with_capacity(READ_BUFFER_LEN, inner),
+            digests: Digests::default(),
+            max_data_segment_len,
+        }
+    }
+
+    pub fn get_ref(&self) -> &R {
+        self.inner.get_ref()
+    }
+
+    /// Reads a BHS, its AHS and header digest, and decodes it.
+    pub fn read_header(&mut self) -> Result<Incoming, ReadError> {
+        let mut bhs = [0u8; BHS_LEN];
+        let first = self.inner.read(&mut bhs)?;
+        if first == 0 {
+            return Err(ReadError::Closed);
+        }
+        self.inner.read_exact(&mut bhs[first..]).map_err(eof_is_closed)?;
+        let framing = Framing::parse(&bhs);
+        // Checked before reading further so that garbage fails fast instead of waiting for
+        // bytes that will never come.
+        if framing.data_segment_len > self.max_data_segment_len {
+            return Err(ReadError::DataSegmentTooLong {
+                len: framing.data_segment_len,
+                max: self.max_data_segment_len,
+            });
+        }
+        let mut ahs = vec![0u8; framing.total_ahs_len];
+        self.inner.read_exact(&mut ahs).map_err(eof_is_closed)?;
+        if self.digests.header {
+            let mut d = [0u8; DIGEST_LEN];
+            self.inner.read_exact(&mut d).map_err(eof_is_closed)?;
+            if digest_from_bytes(d) != crc32c_append(crc32c(&bhs), &ahs) {
+                return Err(ReadError::HeaderDigest);
+            }
+        }
+        let pdu = Pdu::decode(&bhs, &ahs);
+        Ok(Incoming { bhs, framing, pdu })
+    }
+
+    /// Reads exactly the data segment announced by the last header into `dst`, then its
+    /// padding and digest.
+    pub fn read_data(&mut self, dst: &mut [u8]) -> Result<(), ReadError> {
+        self.inner.read_exact(dst).map_err(eof_is_closed)?;
+        let mut pad = [0u8; 3];
+        let pad = &mut pad[..pad_len(dst.len())];
+        self.inner.read_exact(pad).map_err(eof_is_closed)?;
+        if self.digests.data && !dst.is_empty() {
+            let mut d = [0u8; DIGEST_LEN];
+            self.inner.read_exact(&mut d).map_err(eof_is_closed)?;
+            if digest_from_bytes(d) != crc32c_append(crc32c(dst), pad) {
+                return Err(ReadError::DataDigest);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a (bounded, already checked against MaxRecvDataSegmentLength) data segment into a
+    /// new vector: for small control payloads such as text, sense and NOP data.
+    pub fn read_data_vec(&mut self, len: usize) -> Result<Vec<u8>, ReadError> {
+        debug_assert!(len <= self.max_data_segment_len as usize);
+        let mut v = vec![0u8; len];
+        self.read_data(&mut v)?;
+        Ok(v)
+    }
+
+    /// Skips a data segment (of a PDU being rejected), without allocating its length.
+    pub fn discard_data(&mut self, len: usize) -> Result<(), ReadError> {
+        let mut total = (len + pad_len(len)) as u64;
+        if self.digests.data && len > 0 {
+            total += DIGEST_LEN as u64;
+        }
+        let copied = io::copy(&mut (&mut self.inner).take(total), &mut io::sink())?;
+        if copied != total {
+            return Err(ReadError::Closed);
+        }
+        Ok(())
+    }
+}
+
+fn eof_is_closed(e: io::Error) -> ReadError {
+    if e.kind() == io::ErrorKind::UnexpectedEof {
+        ReadError::Closed
+    } else {
+        ReadError::Io(e)
+    }
+}
+
+pub struct PduWriter<W: Write> {
+    inner: W,
+    pub digests: Digests,
+    header: Vec<u8>,
+}
+
+impl<W: Write> PduWriter<W> {
+    pub fn new(inner: W) -> Self {
+        PduWriter { inner, digests: Digests::default(), header: Vec::with_capacity(BHS_LEN + 64) }
+    }
+
+    pub fn get_ref(&self) -> &W {
+        &self.inner
+    }
+
+    /// Sends one PDU whose data segment is the concatenation of `data` (sent in place).
+    pub fn write_pdu(&mut self, pdu: &Pdu, data: &[&[u8]]) -> io::Result<()> {
+        let data_len: usize = data.iter().map(|d| d.len()).sum();
+        self.header.clear();
+        pdu.encode(data_len as u32, &mut self.header);
+        if self.digests.header {
+            let d = digest_bytes(crc32c(&self.header));
+            self.header.extend_from_slice(&d);
+        }
+        let pad = [0u8; 3];
+        let pad = &pad[..pad_len(data_len)];
+        let mut data_digest = [0u8; DIGEST_LEN];
+        let with_digest = self.digests.data && data_len > 0;
+        if with_digest {
+            let crc = data.iter().fold(0u32, |c, d| crc32c_append(c, d));
+            data_digest = digest_bytes(crc32c_append(crc, pad));
+        }
+        let mut slices = Vec::with_capacity(data.len() + 3);
+        slices.push(IoSlice::new(&self.header));
+        slices.extend(data.iter().filter(|d| !d.is_empty()).map(|d| IoSlice::new(d)));
+        if !pad.is_empty() {
+            slices.push(IoSlice::new(pad));
+        }
+        if with_digest {
+            slices.push(IoSlice::new(&data_digest));
+        }
+        write_all_vectored(&mut self.inner, &mut slices)
+    }
+
+    /// Sends bytes as they are: for tests that build malformed PDUs by hand.
+    pub fn write_raw(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.inner.write_all(bytes)?;
+        self.inner.flush()
+    }
+}
+
+/// `Write::write_all_vectored` is not stable; this is the same loop.
+fn write_all_vectored<W: Write>(w: &mut W, mut slices: &mut [IoSlice<'_>]) -> io::Result<()> {
+    while !slices.is_empty() {
+        match w.write_vectored(slices) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut slices, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Helper for tests and tools: frames `pdu` + `data` into one byte vector.
+pub fn encode_pdu(pdu: &Pdu, data: &[u8], digests: Digests) -> Vec<u8> {
+    let mut w = PduWriter::new(Vec::new());
+    w.digests = digests;
+    // Writing to a Vec cannot fail.
+    w.write_pdu(pdu, &[data]).expect("Vec write");
+    w.inner
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pdu::NopOut;
+
+    #[test]
+    fn round_trip_with_digests_and_padding() {
+        let digests = Digests { header: true, data: true };
+        let pdu = Pdu::NopOut(NopOut { itt: 7, ttt: 0xFFFF_FFFF, ..Default::default() });
+        let bytes = encode_pdu(&pdu, b"hello", digests);
+        assert_eq!(bytes.len(), 48 + 4 + 8 + 4);
+        let mut r = PduReader::new(&bytes[..], 1024);
+        r.digests = digests;
+        let inc = r.read_header().unwrap();
+        assert_eq!(inc.pdu.as_ref().unwrap(), &pdu);
+        assert_eq!(r.read_data_vec(inc.data_segment_len()).unwrap(), b"hello");
+        assert!(matches!(r.read_header(), Err(ReadError::Closed)));
+    }
+
+    #[test]
+    fn digest_mismatches_detected() {
+        let digests = Digests { header: true, data: true };
+        let pdu = Pdu::NopOut(NopOut::default());
+        let mut bytes = encode_pdu(&pdu, b"abcd", digests);
+        bytes[53] ^= 1; // inside the data segment
+        let mut r = PduReader::new(&bytes[..], 1024);
+        r.digests = digests;
+        let inc = r.read_header().unwrap();
+        assert!(matches!(r.read_data_vec(inc.data_segment_len()), Err(ReadError::DataDigest)));
+        bytes[3] ^= 1; // inside the BHS
+        let mut r = PduReader::new(&bytes[..], 1024);
+        r.digests = digests;
+        assert!(matches!(r.read_header(), Err(ReadError::HeaderDigest)));
+    }
+
+    #[test]
+    fn oversized_segment_is_fatal() {
+        let bytes = encode_pdu(&Pdu::NopOut(NopOut::default()), &[0u8; 100], Digests::default());
+        let mut r = PduReader::new(&bytes[..], 64);
+        let err = r.read_header().unwrap_err();
+        assert!(err.is_fatal());
+    }
+}

@@ -1,0 +1,126 @@
+//! Errors: [`FsError`], what a namespace operation answers when it fails (each kind knows its
+//! errno, the way an HTTP error knows its status), and [`DecodeError`], why bytes off the wire
+//! are not a valid frame.
+
+use thiserror::Error;
+
+/// The outcome of a failed namespace operation. Kinds only, no free text: the client turns one
+/// into an errno and the operation it asked for says the rest.
+#[derive(Clone, Copy, Debug, Error, PartialEq, Eq, Hash)]
+pub enum FsError {
+    #[error("no such file or directory")]
+    NotFound,
+    #[error("file exists")]
+    Exists,
+    #[error("directory not empty")]
+    NotEmpty,
+    #[error("not a directory")]
+    NotDir,
+    #[error("is a directory")]
+    IsDir,
+    #[error("invalid argument")]
+    Invalid,
+    #[error("file name too long")]
+    NameTooLong,
+    #[error("input/output error (storage node or metadata store)")]
+    Io,
+    #[error("stale inode")]
+    Stale,
+    /// The operation spans metadata servers in a way Tessera does not support (rename between
+    /// directories on different servers); like EXDEV, the caller copies and deletes instead.
+    #[error("crosses metadata servers")]
+    CrossServer,
+    /// The request names an inode this server is not the home of; ask the server in its id.
+    #[error("inode lives on another metadata server")]
+    Misdirected,
+    #[error("no space left (object ids or inode ids exhausted)")]
+    NoSpace,
+    #[error("resource busy")]
+    Busy,
+    #[error("malformed request")]
+    Protocol,
+}
+
+impl FsError {
+    pub const ALL: [FsError; 14] = [
+        FsError::NotFound,
+        FsError::Exists,
+        FsError::NotEmpty,
+        FsError::NotDir,
+        FsError::IsDir,
+        FsError::Invalid,
+        FsError::NameTooLong,
+        FsError::Io,
+        FsError::Stale,
+        FsError::CrossServer,
+        FsError::Misdirected,
+        FsError::NoSpace,
+        FsError::Busy,
+        FsError::Protocol,
+    ];
+
+    /// The Linux errno. It is also the wire code, so a capture reads naturally.
+    pub fn errno(self) -> i32 {
+        match self {
+            FsError::NotFound => 2,     // ENOENT
+            FsError::Io => 5,           // EIO
+            FsError::Busy => 16,        // EBUSY
+            FsError::Exists => 17,      // EEXIST
+            FsError::CrossServer => 18, // EXDEV
+            FsError::NotDir => 20,      // ENOTDIR
+            FsError::IsDir => 21,       // EISDIR
+            FsError::Invalid => 22,     // EINVAL
+            FsError::NoSpace => 28,     // ENOSPC
+            FsError::NameTooLong => 36, // ENAMETOOLONG
+            FsError::NotEmpty => 39,    // ENOTEMPTY
+            FsError::Misdirected => 66, // EREMOTE
+            FsError::Protocol => 71,    // EPROTO
+            FsError::Stale => 116,      // ESTALE
+        }
+    }
+
+    pub fn from_errno(errno: i32) -> Option<FsError> {
+        FsError::ALL.into_iter().find(|e| e.errno() == errno)
+    }
+}
+
+/// Why bytes are not a valid frame or message. `at` is the byte offset in the frame body.
+#[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+pub enum DecodeError {
+    #[error("frame length {len} outside {min}..={max}")]
+    FrameLength { len: u64, min: usize, max: usize },
+    #[error("message ends early at byte {at}")]
+    Truncated { at: usize },
+    #[error("{count} bytes left over after the message")]
+    TrailingBytes { count: usize },
+    #[error("unknown {what} {value} at byte {at}")]
+    UnknownTag { what: &'static str, value: u32, at: usize },
+    #[error("{what} {value} at byte {at} exceeds {max}")]
+    TooLong { what: &'static str, value: u64, max: u64, at: usize },
+    #[error("invalid {what} at byte {at}")]
+    Invalid { what: &'static str, at: usize },
+}
+
+impl DecodeError {
+    /// The answer a server sends for a request it could not decode: an over-long name keeps its
+    /// meaning, everything else is a protocol error.
+    pub fn fs_error(&self) -> FsError {
+        match self {
+            DecodeError::TooLong { what: "name", .. } | DecodeError::TooLong { what: "symlink target", .. } => FsError::NameTooLong,
+            _ => FsError::Protocol,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errno_round_trips_and_is_unique() {
+        for e in FsError::ALL {
+            assert_eq!(FsError::from_errno(e.errno()), Some(e));
+        }
+        assert_eq!(FsError::from_errno(0), None);
+    }
+}

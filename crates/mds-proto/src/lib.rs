@@ -1,0 +1,26 @@
+//! tessera-mds-proto: the messages clients and metadata servers exchange, and their framing.
+//! Sans-IO: encoders append to a `Vec<u8>`, decoders read a byte slice; sockets live in
+//! `tessera-mds` and the client.
+//!
+//! - [`limits`]: every bound a decoder enforces, with their relations checked when compiling.
+//! - [`wire`]: the bounded reader/writer every message codec is built from.
+//! - [`types`]: inode ids (home server in the high bits), attributes, layouts, directory entries.
+//! - [`error`]: [`FsError`], the errno-like result of a namespace operation, and [`DecodeError`].
+//! - [`request`] / [`reply`]: one variant per operation, hand-written encode/decode each.
+//! - [`frame`]: length-prefixed frames carrying a request id and one message.
+//! - [`fuzzing`]: the fuzz entry point, a plain function `cargo test` also runs.
+
+pub mod error;
+pub mod frame;
+pub mod fuzzing;
+pub mod limits;
+pub mod reply;
+pub mod request;
+pub mod types;
+pub mod wire;
+
+pub use error::{DecodeError, FsError};
+pub use frame::{decode_frame, encode_frame, frame_body_len, Frame, Message, FRAME_HEADER_LEN};
+pub use reply::Reply;
+pub use request::Request;
+pub use types::*;

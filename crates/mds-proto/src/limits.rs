@@ -1,0 +1,37 @@
+//! Bounds on everything an MDS message can carry. Decoders check each length and count against
+//! these before allocating, so a hostile peer can make us allocate at most one frame.
+
+use tessera_layout::STRIPE_COUNT_MAX;
+
+/// Largest frame, header included. One READDIR page or a full cluster map fits with room;
+/// nothing in the namespace protocol needs more, and bulk data never passes through the MDS.
+pub const FRAME_LEN_MAX: usize = 1 << 20;
+
+/// Longest name in a directory (POSIX NAME_MAX on Linux).
+pub const NAME_LEN_MAX: usize = 255;
+
+/// Longest symbolic link target (PATH_MAX minus the terminating NUL).
+pub const SYMLINK_LEN_MAX: usize = 4095;
+
+/// Entries in one READDIR reply.
+pub const READDIR_ENTRIES_MAX: u32 = 1024;
+
+/// Storage nodes in a cluster map; a file may stripe over all of them.
+pub const OSDS_MAX: u32 = STRIPE_COUNT_MAX;
+
+/// Metadata servers in one namespace: the inode id keeps the home server in 6 bits.
+pub const SERVERS_MAX: u32 = 64;
+
+/// Longest network address ("host:port" or an iSCSI portal) in a cluster map.
+pub const ADDR_LEN_MAX: usize = 256;
+
+/// Encoded size of an [`crate::Attr`] (see `types.rs`), used for the page bound below.
+pub const ATTR_WIRE_LEN: usize = 8 + 1 + 4 * 4 + 8 + 3 * 12 + 8;
+
+// One full READDIR page (length-prefixed name + attributes per entry) fits in a frame.
+const _: () = assert!((READDIR_ENTRIES_MAX as usize) * (2 + NAME_LEN_MAX + ATTR_WIRE_LEN) + 64 < FRAME_LEN_MAX);
+// A full cluster map fits in a frame.
+const _: () = assert!((OSDS_MAX as usize + SERVERS_MAX as usize) * (2 + ADDR_LEN_MAX + 8) + 64 < FRAME_LEN_MAX);
+// A file layout naming every OSD fits in a frame.
+const _: () = assert!((STRIPE_COUNT_MAX as usize) * 12 + 64 < FRAME_LEN_MAX);
+const _: () = assert!(SERVERS_MAX <= 64);

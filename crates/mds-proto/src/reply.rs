@@ -1,0 +1,142 @@
+//! Replies, MDS -> client: a status byte (0 success, else the [`FsError`] errno as u16 after a
+//! 1), then for success a reply tag and its fields. Which reply a request gets is fixed by the
+//! request (documented on each variant), but the tag makes every reply decodable on its own,
+//! which the fuzzer and packet captures rely on.
+
+use crate::error::{DecodeError, FsError};
+use crate::limits::{READDIR_ENTRIES_MAX, SYMLINK_LEN_MAX};
+use crate::types::{Attr, ClusterMap, DirEntry, FileLayout, StatFs, StripeHint};
+use crate::wire::{Reader, Writer};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// Rmdir, Unlink, Rename, SetDirStripe, PeerRemoveDir.
+    Done,
+    /// Lookup, GetAttr, SetAttr, Mkdir, Symlink, Truncate, PeerCreateDir.
+    Attr(Attr),
+    /// Create: the new file and where its data goes.
+    Created { attr: Attr, layout: FileLayout },
+    /// ReadLink.
+    Link(String),
+    /// ReadDir: entries in name order; `more` when entries after the last remain.
+    DirPage { entries: Vec<DirEntry>, more: bool },
+    /// GetLayout.
+    Layout(FileLayout),
+    /// GetDirStripe: `None` when the directory has no default of its own.
+    DirStripe(Option<StripeHint>),
+    StatFs(StatFs),
+    ClusterMap(ClusterMap),
+}
+
+mod tag {
+    pub const DONE: u8 = 0;
+    pub const ATTR: u8 = 1;
+    pub const CREATED: u8 = 2;
+    pub const LINK: u8 = 3;
+    pub const DIR_PAGE: u8 = 4;
+    pub const LAYOUT: u8 = 5;
+    pub const DIR_STRIPE: u8 = 6;
+    pub const STAT_FS: u8 = 7;
+    pub const CLUSTER_MAP: u8 = 8;
+}
+
+const STATUS_OK: u8 = 0;
+const STATUS_ERROR: u8 = 1;
+
+/// Encodes the outcome of one request.
+pub fn encode_result(result: &Result<Reply, FsError>, w: &mut Writer) {
+    match result {
+        Ok(reply) => {
+            w.u8(STATUS_OK);
+            reply.encode(w);
+        }
+        Err(e) => {
+            w.u8(STATUS_ERROR);
+            w.u16(e.errno() as u16);
+        }
+    }
+}
+
+/// Decodes the outcome of one request that fills `bytes` exactly.
+pub fn decode_result(bytes: &[u8]) -> Result<Result<Reply, FsError>, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let result = match r.u8()? {
+        STATUS_OK => Ok(Reply::decode_fields(&mut r)?),
+        STATUS_ERROR => {
+            let at = r.position();
+            let errno = r.u16()?;
+            Err(FsError::from_errno(errno as i32).ok_or(DecodeError::UnknownTag { what: "errno", value: errno as u32, at })?)
+        }
+        status => return Err(DecodeError::UnknownTag { what: "status", value: status as u32, at: 0 }),
+    };
+    r.finish()?;
+    Ok(result)
+}
+
+impl Reply {
+    pub fn encode(&self, w: &mut Writer) {
+        match self {
+            Reply::Done => w.u8(tag::DONE),
+            Reply::Attr(a) => {
+                w.u8(tag::ATTR);
+                a.encode(w);
+            }
+            Reply::Created { attr, layout } => {
+                w.u8(tag::CREATED);
+                attr.encode(w);
+                layout.encode(w);
+            }
+            Reply::Link(target) => {
+                w.u8(tag::LINK);
+                w.str(target, SYMLINK_LEN_MAX);
+            }
+            Reply::DirPage { entries, more } => {
+                w.u8(tag::DIR_PAGE);
+                w.count(entries.len(), READDIR_ENTRIES_MAX);
+                for e in entries {
+                    e.encode(w);
+                }
+                w.bool(*more);
+            }
+            Reply::Layout(l) => {
+                w.u8(tag::LAYOUT);
+                l.encode(w);
+            }
+            Reply::DirStripe(h) => {
+                w.u8(tag::DIR_STRIPE);
+                w.option(h, |w, h| h.encode(w));
+            }
+            Reply::StatFs(s) => {
+                w.u8(tag::STAT_FS);
+                s.encode(w);
+            }
+            Reply::ClusterMap(m) => {
+                w.u8(tag::CLUSTER_MAP);
+                m.encode(w);
+            }
+        }
+    }
+
+    fn decode_fields(r: &mut Reader) -> Result<Reply, DecodeError> {
+        let at = r.position();
+        Ok(match r.u8()? {
+            tag::DONE => Reply::Done,
+            tag::ATTR => Reply::Attr(Attr::decode(r)?),
+            tag::CREATED => Reply::Created { attr: Attr::decode(r)?, layout: FileLayout::decode(r)? },
+            tag::LINK => Reply::Link(r.str("symlink target", SYMLINK_LEN_MAX)?),
+            tag::DIR_PAGE => {
+                let n = r.count("readdir entries", READDIR_ENTRIES_MAX, DirEntry::MIN_WIRE_LEN)?;
+                let mut entries = Vec::with_capacity(n);
+                for _ in 0..n {
+                    entries.push(DirEntry::decode(r)?);
+                }
+                Reply::DirPage { entries, more: r.bool()? }
+            }
+            tag::LAYOUT => Reply::Layout(FileLayout::decode(r)?),
+            tag::DIR_STRIPE => Reply::DirStripe(r.option(StripeHint::decode)?),
+            tag::STAT_FS => Reply::StatFs(StatFs::decode(r)?),
+            tag::CLUSTER_MAP => Reply::ClusterMap(ClusterMap::decode(r)?),
+            t => return Err(DecodeError::UnknownTag { what: "reply tag", value: t as u32, at }),
+        })
+    }
+}

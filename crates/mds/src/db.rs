@@ -1,0 +1,99 @@
+//! The SQLite schema of one metadata server, and opening it.
+//!
+//! Tables (ids are stored as i64 with the same bits as the u64 they hold):
+//!
+//! | table | row | why |
+//! |---|---|---|
+//! | `meta` | (key, value) | this server's index, the next inode sequence |
+//! | `inodes` | every inode homed here: type, mode, uid, gid, times (ns), parent (dirs), symlink target, stripe unit (files) | stat without joins |
+//! | `dentries` | (dir, name) -> (ino, type) for directories homed here | a directory's entries live on its server |
+//! | `file_objects` | (ino, slot) -> (osd, object id) | the file's ordered object list |
+//! | `dir_stripe` | dir -> default stripe unit / count / start OSD | inherited by new files |
+//! | `osd_alloc` | osd -> next object sequence | per-OSD object id allocation |
+//! | `pending_removal` | (osd, object id) | objects that must be removed from the OSDs |
+
+use std::path::Path;
+
+use rusqlite::Connection;
+
+/// Schema version stored in `PRAGMA user_version`; a store written by another version is refused.
+pub const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS inodes (
+    ino INTEGER PRIMARY KEY,
+    kind INTEGER NOT NULL,
+    mode INTEGER NOT NULL,
+    uid INTEGER NOT NULL,
+    gid INTEGER NOT NULL,
+    atime_ns INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL,
+    parent INTEGER NOT NULL,
+    symlink TEXT,
+    stripe_unit INTEGER
+);
+CREATE TABLE IF NOT EXISTS dentries (
+    dir INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    ino INTEGER NOT NULL,
+    kind INTEGER NOT NULL,
+    PRIMARY KEY (dir, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS file_objects (
+    ino INTEGER NOT NULL,
+    slot INTEGER NOT NULL,
+    osd INTEGER NOT NULL,
+    object_id INTEGER NOT NULL,
+    PRIMARY KEY (ino, slot)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS file_objects_by_object ON file_objects (osd, object_id);
+CREATE TABLE IF NOT EXISTS dir_stripe (
+    dir INTEGER PRIMARY KEY,
+    stripe_unit INTEGER NOT NULL,
+    stripe_count INTEGER NOT NULL,
+    start_osd INTEGER
+);
+CREATE TABLE IF NOT EXISTS osd_alloc (osd INTEGER PRIMARY KEY, next_seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS pending_removal (
+    osd INTEGER NOT NULL,
+    object_id INTEGER NOT NULL,
+    PRIMARY KEY (osd, object_id)
+) WITHOUT ROWID;
+";
+
+/// Why a store could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("metadata store: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("metadata store has schema version {found}, this build understands {SCHEMA_VERSION}")]
+    Version { found: i64 },
+    #[error("metadata store belongs to server {found}, not {expected}")]
+    WrongServer { found: i64, expected: u32 },
+}
+
+/// Opens (creating if needed) the store at `path` for server `server_index`. WAL mode with
+/// `synchronous=FULL`: a namespace change acknowledged to a client survives power loss.
+pub fn open(path: &Path, server_index: u32) -> Result<Connection, DbError> {
+    let conn = Connection::open(path)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "OFF")?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version != 0 && version != SCHEMA_VERSION {
+        return Err(DbError::Version { found: version });
+    }
+    conn.execute_batch(SCHEMA)?;
+    conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('server_index', ?1)", [server_index as i64])?;
+    let found: i64 = conn.query_row("SELECT value FROM meta WHERE key = 'server_index'", [], |r| r.get(0))?;
+    if found != server_index as i64 {
+        return Err(DbError::WrongServer { found, expected: server_index });
+    }
+    // Sequence 1 on server 0 is the root; every server starts after it so ids never repeat.
+    conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('next_inode', 2)", [])?;
+    Ok(conn)
+}

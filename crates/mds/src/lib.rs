@@ -1,0 +1,26 @@
+//! tessera-mds: the metadata server library behind `tessera mds`.
+//!
+//! - [`db`]: the SQLite schema (WAL) and opening a store.
+//! - [`store`]: namespace operations as SQLite transactions on one server's share of the
+//!   namespace; no OSD and no network calls, so every step is atomic.
+//! - [`objects`]: the [`DataObjects`] seam to the storage nodes (create, remove, length,
+//!   truncate, list), implemented over the typed OSD client by [`OsdObjects`].
+//! - [`journal`]: the pending-removal journal that keeps create and unlink from leaking objects.
+//! - [`server`]: [`Mds`], one server: request dispatch, routing checks, OSD steps, peer calls.
+//! - [`peer`]: a blocking MDS connection (server to server, and for tests and tools).
+//! - [`tcp`]: the blocking TCP listener, one thread per connection.
+//!
+//! `docs/metadata.md` gives the schema, the split across servers and every decision.
+
+pub mod db;
+pub mod journal;
+pub mod objects;
+pub mod peer;
+pub mod server;
+pub mod store;
+pub mod tcp;
+
+pub use objects::{DataObjects, ObjectsError, OsdObjects};
+pub use peer::{MdsConnection, PeerError};
+pub use server::{Mds, MdsConfig, OpenError};
+pub use store::Store;

@@ -1,0 +1,107 @@
+//! The seam between the metadata server and the storage nodes: the few object operations the
+//! MDS performs itself (it never touches file data). [`OsdObjects`] implements it over one
+//! typed OSD client per node; tests may inject failures with their own implementation.
+
+use tessera_initiator::osd_client::{OsdClient, OsdError};
+use tessera_mds_proto::ObjectRef;
+use tessera_osd_proto::pages::USER_OBJECT_LOGICAL_LENGTH;
+use tessera_osd_proto::Attribute;
+use tessera_scsi::{ScsiTransport, SenseKey};
+use tessera_types::ObjectAddr;
+use thiserror::Error;
+
+/// Why an object operation failed.
+#[derive(Debug, Error)]
+pub enum ObjectsError {
+    #[error("no OSD with index {0} in the cluster map")]
+    UnknownOsd(u32),
+    #[error(transparent)]
+    Osd(#[from] OsdError),
+    /// Raised by test implementations to simulate a node that is down.
+    #[error("OSD {osd} unavailable")]
+    Unavailable { osd: u32 },
+}
+
+/// Object operations on the cluster's data partitions. Every method is idempotent so a journal
+/// replay may repeat it: removing an absent object succeeds.
+pub trait DataObjects: Send + Sync {
+    /// Creates empty objects with exactly these ids.
+    fn create(&self, objects: &[ObjectRef]) -> Result<(), ObjectsError>;
+    /// Removes one object; an object that does not exist counts as removed.
+    fn remove(&self, object: ObjectRef) -> Result<(), ObjectsError>;
+    /// The object's logical length (OSD-2 user object information page, attribute 0x82).
+    fn logical_len(&self, object: ObjectRef) -> Result<u64, ObjectsError>;
+    /// Sets the logical length (truncate or extend with a hole).
+    fn set_logical_len(&self, object: ObjectRef, len: u64) -> Result<(), ObjectsError>;
+    /// Every user object id in OSD `osd`'s data partition (for repair).
+    fn list(&self, osd: u32) -> Result<Vec<u64>, ObjectsError>;
+}
+
+/// One OSD client per storage node, indexed like the cluster map, each with its data partition.
+pub struct OsdObjects<T: ScsiTransport> {
+    nodes: Vec<(OsdClient<T>, u64)>,
+}
+
+impl<T: ScsiTransport> OsdObjects<T> {
+    /// `nodes[i]` is OSD `i`: its client and the partition holding file data.
+    pub fn new(nodes: Vec<(OsdClient<T>, u64)>) -> Self {
+        OsdObjects { nodes }
+    }
+
+    fn node(&self, osd: u32) -> Result<&(OsdClient<T>, u64), ObjectsError> {
+        self.nodes.get(osd as usize).ok_or(ObjectsError::UnknownOsd(osd))
+    }
+
+    fn addr(&self, object: ObjectRef) -> Result<(&OsdClient<T>, ObjectAddr), ObjectsError> {
+        let (client, partition) = self.node(object.osd)?;
+        Ok((client, ObjectAddr::new(*partition, object.object_id)))
+    }
+}
+
+/// An OSD refuses a command on a missing user object with ILLEGAL REQUEST, INVALID FIELD IN CDB
+/// (pointing at the object id); for REMOVE that means the object is already gone.
+fn is_absent(e: &OsdError) -> bool {
+    e.sense().is_some_and(|s| s.key == SenseKey::IllegalRequest && s.asc_ascq() == 0x2400)
+}
+
+impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
+    fn create(&self, objects: &[ObjectRef]) -> Result<(), ObjectsError> {
+        for o in objects {
+            let (client, partition) = self.node(o.osd)?;
+            client.create(*partition, Some(o.object_id), 1)?;
+        }
+        Ok(())
+    }
+
+    fn remove(&self, object: ObjectRef) -> Result<(), ObjectsError> {
+        let (client, addr) = self.addr(object)?;
+        match client.remove(addr) {
+            Err(e) if is_absent(&e) => Ok(()),
+            other => Ok(other?),
+        }
+    }
+
+    fn logical_len(&self, object: ObjectRef) -> Result<u64, ObjectsError> {
+        let (client, addr) = self.addr(object)?;
+        let attrs = client.get_attributes(addr, &[USER_OBJECT_LOGICAL_LENGTH])?;
+        let value = attrs.iter().find(|a| a.id == USER_OBJECT_LOGICAL_LENGTH).and_then(|a| a.value.as_deref());
+        value.and_then(tessera_osd_proto::pages::value_u64).ok_or_else(|| {
+            ObjectsError::Osd(OsdError::Missing {
+                peer: client.peer(),
+                service_action: tessera_osd_proto::ServiceAction::GetAttributes,
+                what: "the logical length",
+            })
+        })
+    }
+
+    fn set_logical_len(&self, object: ObjectRef, len: u64) -> Result<(), ObjectsError> {
+        let (client, addr) = self.addr(object)?;
+        let attr = Attribute { id: USER_OBJECT_LOGICAL_LENGTH, value: len.to_be_bytes().to_vec() };
+        Ok(client.set_attributes(addr, &[attr])?)
+    }
+
+    fn list(&self, osd: u32) -> Result<Vec<u64>, ObjectsError> {
+        let (client, partition) = self.node(osd)?;
+        Ok(client.list_all(*partition)?)
+    }
+}

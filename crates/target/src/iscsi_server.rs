@@ -1,1 +1,0 @@
-//! iSCSI server: listener and per-connection threads.

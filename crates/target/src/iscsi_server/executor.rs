@@ -1,0 +1,175 @@
+//! The connection's executor thread: runs ready commands one at a time on the device and sends
+//! their results (RFC 7143 §11.4, §11.7): Data-In split at the initiator's
+//! MaxRecvDataSegmentLength, F at each MaxBurstLength sequence end, status on the last Data-In
+//! (S bit) when there is no sense and the command is not bidirectional, otherwise a SCSI
+//! Response carrying SenseLength + sense; residual over/underflow flags and counts. Data is
+//! written from the device's buffer with vectored writes, never copied.
+
+use std::io;
+
+use tessera_iscsi::bhs::RESERVED_TAG;
+use tessera_iscsi::pdu::{tmf_response, DataIn, LogoutResponse, Pdu, ScsiResponse, RESPONSE_COMPLETED};
+use tessera_scsi::{ScsiOutcome, ScsiStatus, ScsiTask, TmfResult};
+use tracing::{debug, warn};
+
+use super::conn::{Connection, ReadyTask, Work};
+use super::reader::send_tmf_response;
+
+/// Sense data is prefixed by its 2-byte length in the SCSI Response data segment (§11.4.7).
+const SENSE_LENGTH_LEN: usize = 2;
+
+pub(crate) fn tmf_code(r: TmfResult) -> u8 {
+    match r {
+        TmfResult::FunctionComplete => tmf_response::FUNCTION_COMPLETE,
+        TmfResult::TaskDoesNotExist => tmf_response::TASK_DOES_NOT_EXIST,
+        TmfResult::LunDoesNotExist => tmf_response::LUN_DOES_NOT_EXIST,
+        TmfResult::NotSupported => tmf_response::NOT_SUPPORTED,
+        TmfResult::Rejected => tmf_response::FUNCTION_REJECTED,
+    }
+}
+
+pub(crate) fn run(conn: &Connection) {
+    loop {
+        let work = {
+            let mut q = conn.queue();
+            q.running = None;
+            loop {
+                if let Some(w) = q.work.pop_front() {
+                    if let Work::Task(t) = &w {
+                        q.running = Some(t.itt);
+                    }
+                    break w;
+                }
+                if q.closed {
+                    return;
+                }
+                q = conn.queue_cv.wait(q).expect("queue lock poisoned");
+            }
+        };
+        let result = match work {
+            Work::Task(task) => {
+                let r = execute(conn, task);
+                conn.command_done();
+                r
+            }
+            Work::TmfResponse { itt, response } => send_tmf_response(conn, itt, response),
+            Work::LunReset { itt, lun } => {
+                let r = conn.device.lun_reset(&conn.nexus, lun);
+                send_tmf_response(conn, itt, tmf_code(r))
+            }
+            Work::Logout { itt } => {
+                let r = conn.send_status(
+                    |stat_sn, exp_cmd_sn, max_cmd_sn| {
+                        Pdu::LogoutResponse(LogoutResponse {
+                            response: 0,
+                            itt,
+                            stat_sn,
+                            exp_cmd_sn,
+                            max_cmd_sn,
+                            time2wait: 0,
+                            time2retain: 0,
+                        })
+                    },
+                    &[],
+                );
+                debug!(session = conn.nexus.session_id, "logout");
+                let _ = conn.socket.shutdown(std::net::Shutdown::Write);
+                let _ = r;
+                return;
+            }
+        };
+        if let Err(e) = result {
+            warn!(session = conn.nexus.session_id, error = %e, "send failed; closing connection");
+            let _ = conn.socket.shutdown(std::net::Shutdown::Both);
+            return;
+        }
+    }
+}
+
+fn execute(conn: &Connection, task: ReadyTask) -> io::Result<()> {
+    let outcome = match task.failed.clone() {
+        Some(sense) => ScsiOutcome::check_condition(sense),
+        None => conn.device.execute(
+            &conn.nexus,
+            &ScsiTask { lun: task.lun, cdb: &task.cdb, data_out: &task.data_out, data_in_len: task.data_in_len },
+        ),
+    };
+    send_result(conn, &task, outcome)
+}
+
+fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io::Result<()> {
+    let expected = task.data_in_len as usize;
+    let produced = outcome.data_in.len();
+    let sent = produced.min(expected);
+    let data = &outcome.data_in[..sent];
+    let (overflow, underflow) = (produced > expected, produced < expected);
+    let residual = produced.abs_diff(expected) as u32;
+    let status_in_data_in = sent > 0 && outcome.sense.is_none() && !task.bidi;
+
+    let segment = conn.params.initiator_max_recv_data_segment_len.max(512) as usize;
+    let burst = conn.params.max_burst_len.max(512) as usize;
+    let mut data_sn: u32 = 0;
+    let mut offset = 0usize;
+    while offset < sent {
+        let burst_end = (offset / burst + 1) * burst;
+        let len = segment.min(sent - offset).min(burst_end - offset);
+        let last = offset + len == sent;
+        let mut tx = conn.tx();
+        let (exp_cmd_sn, max_cmd_sn) = conn.window_fields();
+        let with_status = last && status_in_data_in;
+        let pdu = DataIn {
+            final_bit: last || offset + len == burst_end,
+            acknowledge: false,
+            overflow: with_status && overflow,
+            underflow: with_status && underflow,
+            status: with_status.then_some(outcome.status.code()),
+            lun: 0,
+            itt: task.itt,
+            ttt: RESERVED_TAG,
+            stat_sn: if with_status { tx.next_stat_sn() } else { 0 },
+            exp_cmd_sn,
+            max_cmd_sn,
+            data_sn,
+            buffer_offset: offset as u32,
+            residual_count: if with_status { residual } else { 0 },
+        };
+        tx.writer.write_pdu(&Pdu::DataIn(pdu), &[&data[offset..offset + len]])?;
+        data_sn += 1;
+        offset += len;
+    }
+    if status_in_data_in {
+        return Ok(());
+    }
+    let mut sense_bytes = Vec::new();
+    if let Some(sense) = &outcome.sense {
+        let s = sense.encode();
+        sense_bytes.extend_from_slice(&(s.len() as u16).to_be_bytes());
+        sense_bytes.extend_from_slice(&s);
+        debug_assert_eq!(sense_bytes.len(), SENSE_LENGTH_LEN + s.len());
+    }
+    if outcome.status == ScsiStatus::Good && outcome.sense.is_some() {
+        debug!(itt = task.itt, "GOOD status with sense");
+    }
+    let bidi = task.bidi;
+    conn.send_status(
+        |stat_sn, exp_cmd_sn, max_cmd_sn| {
+            Pdu::ScsiResponse(ScsiResponse {
+                bidi_overflow: bidi && overflow,
+                bidi_underflow: bidi && underflow,
+                overflow: !bidi && overflow,
+                underflow: !bidi && underflow,
+                response: RESPONSE_COMPLETED,
+                status: outcome.status.code(),
+                itt: task.itt,
+                snack_tag: 0,
+                stat_sn,
+                exp_cmd_sn,
+                max_cmd_sn,
+                exp_data_sn: data_sn,
+                bidi_read_residual_count: if bidi { residual } else { 0 },
+                residual_count: if bidi { 0 } else { residual },
+            })
+        },
+        &[&sense_bytes],
+    )
+}

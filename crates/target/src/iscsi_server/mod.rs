@@ -1,0 +1,213 @@
+//! The target's iSCSI server (RFC 7143): a listener thread accepts TCP connections; each
+//! connection gets a reader thread (login, then every PDU the initiator sends: commands,
+//! Data-Out, task management, NOP, text, logout) and, once in full feature phase, an executor
+//! thread that runs the ready commands one at a time against the [`ScsiDevice`] and sends their
+//! Data-In and status. Execution is serial per connection, so a command still queued or still
+//! receiving Data-Out can really be aborted. One connection per session (MaxConnections=1).
+//!
+//! Blocking std threads, no async runtime: a target serves tens of initiators, and a thread per
+//! connection keeps the data path (read into the task buffer, execute, writev the result) free
+//! of any hand-off.
+
+mod conn;
+mod executor;
+mod login;
+mod r2t;
+mod reader;
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use tessera_iscsi::login::Offer;
+use tessera_scsi::ScsiDevice;
+use tracing::{debug, info, warn};
+
+/// How the target is reached and what it offers at login.
+#[derive(Clone, Debug)]
+pub struct TargetConfig {
+    /// The target's iSCSI name, e.g. `iqn.2026-11.org.tessera:osd0`.
+    pub target_name: String,
+    /// Where to listen, e.g. `0.0.0.0:3260` or `127.0.0.1:0`.
+    pub portal: String,
+    /// TargetAlias sent at login, if any.
+    pub alias: Option<String>,
+    /// Address reported in SendTargets (`ip:port`); by default the address the initiator
+    /// connected to.
+    pub advertised_address: Option<String>,
+    /// The most the target accepts for each negotiable key (see [`Offer::default`]).
+    pub offer: Offer,
+}
+
+impl TargetConfig {
+    pub fn new(target_name: &str, portal: &str) -> Self {
+        TargetConfig {
+            target_name: target_name.to_string(),
+            portal: portal.to_string(),
+            alias: None,
+            advertised_address: None,
+            offer: Offer::default(),
+        }
+    }
+}
+
+/// Target portal group tag of our single portal group.
+pub const PORTAL_GROUP_TAG: u16 = 1;
+
+/// State every connection thread shares with the server.
+pub(crate) struct ServerShared {
+    pub config: TargetConfig,
+    pub device: Arc<dyn ScsiDevice>,
+    pub stopping: AtomicBool,
+    /// Source of session ids (the TSIH is the low 16 bits, never 0).
+    next_session_id: AtomicU64,
+    pub sessions: AtomicUsize,
+    /// Clones of live sockets so that shutdown can close them.
+    connections: Mutex<HashMap<u64, TcpStream>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl ServerShared {
+    /// A new session id whose low 16 bits (the TSIH) are not 0 (RFC 7143 §11.12.6: TSIH 0 is
+    /// reserved).
+    pub fn allocate_session_id(&self) -> u64 {
+        loop {
+            let id = self.next_session_id.fetch_add(1, Ordering::Relaxed);
+            if id & 0xFFFF != 0 {
+                return id;
+            }
+        }
+    }
+}
+
+pub struct TargetServer {
+    listener: TcpListener,
+    shared: Arc<ServerShared>,
+}
+
+impl TargetServer {
+    pub fn bind(config: TargetConfig, device: Arc<dyn ScsiDevice>) -> io::Result<TargetServer> {
+        let addrs: Vec<SocketAddr> = config.portal.to_socket_addrs()?.collect();
+        let listener = TcpListener::bind(&addrs[..])?;
+        info!(portal = %listener.local_addr()?, target = %config.target_name, "iSCSI target listening");
+        let shared = Arc::new(ServerShared {
+            config,
+            device,
+            stopping: AtomicBool::new(false),
+            next_session_id: AtomicU64::new(1),
+            sessions: AtomicUsize::new(0),
+            connections: Mutex::new(HashMap::new()),
+            threads: Mutex::new(Vec::new()),
+        });
+        Ok(TargetServer { listener, shared })
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Accepts connections on a background thread.
+    pub fn spawn(self) -> ServerHandle {
+        let shared = self.shared.clone();
+        let addr = self.listener.local_addr().ok();
+        let thread = std::thread::Builder::new()
+            .name("iscsi-accept".into())
+            .spawn(move || self.serve())
+            .expect("spawning the accept thread");
+        ServerHandle { shared, addr, thread: Some(thread) }
+    }
+
+    /// Accepts connections on this thread until [`ServerHandle::shutdown`] (or forever).
+    pub fn serve(self) {
+        let mut next_conn_id: u64 = 0;
+        for stream in self.listener.incoming() {
+            if self.shared.stopping.load(Ordering::Acquire) {
+                break;
+            }
+            let stream = match stream {
+                Ok(s) => s,
+                Err(e) => {
+                    warn!(error = %e, "accept failed");
+                    continue;
+                }
+            };
+            next_conn_id += 1;
+            let id = next_conn_id;
+            if let Ok(clone) = stream.try_clone() {
+                self.shared.connections.lock().expect("connections lock").insert(id, clone);
+            }
+            let shared = self.shared.clone();
+            let spawned = std::thread::Builder::new().name(format!("iscsi-conn-{id}")).spawn(move || {
+                conn::run_connection(&shared, stream);
+                shared.connections.lock().expect("connections lock").remove(&id);
+            });
+            match spawned {
+                Ok(h) => {
+                    let mut threads = self.shared.threads.lock().expect("threads lock");
+                    threads.retain(|t| !t.is_finished());
+                    threads.push(h);
+                }
+                Err(e) => warn!(error = %e, "cannot spawn connection thread"),
+            }
+        }
+        debug!("accept loop finished");
+    }
+}
+
+/// Controls a server started with [`TargetServer::spawn`].
+pub struct ServerHandle {
+    shared: Arc<ServerShared>,
+    addr: Option<SocketAddr>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.addr
+    }
+
+    /// Stops accepting, closes every connection and waits for all server threads.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    /// Waits for the accept thread (which runs until `shutdown` from elsewhere, i.e. forever).
+    pub fn join(mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
+    fn stop(&mut self) {
+        if self.shared.stopping.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        // Wake the blocking accept with a connection of our own.
+        if let Some(addr) = self.addr {
+            let mut wake = addr;
+            if wake.ip().is_unspecified() {
+                wake.set_ip(if wake.is_ipv4() { [127, 0, 0, 1].into() } else { std::net::Ipv6Addr::LOCALHOST.into() });
+            }
+            let _ = TcpStream::connect(wake);
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        for (_, s) in self.shared.connections.lock().expect("connections lock").drain() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        let threads: Vec<_> = self.shared.threads.lock().expect("threads lock").drain(..).collect();
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,7 @@
+//! Fuzz target: `tessera_iscsi::fuzzing::text` (the same body `cargo test -p tessera-iscsi`
+//! drives with proptest bytes).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    tessera_iscsi::fuzzing::text(data);
+});
