@@ -12,6 +12,11 @@ use tessera_types::ObjectAddr;
 /// Sends `cdb` with `data_out` and returns the decoded sense (the command must fail).
 fn send_raw(osd: &TestOsd, cdb: &[u8], data_out: &[u8], data_in_len: u32) -> ScsiResponse {
     let c = osd.client();
+    // A new session's first command reports the power-on unit attention; take it with a TEST
+    // UNIT READY so the command under test meets the state it is meant to test.
+    let tur = ScsiRequest { lun: 0, cdb: &[0u8; 6], data_out: &[], data_in_len: 0 };
+    let first = c.transport().execute(&tur).expect("transport");
+    assert_eq!(first.sense.map(|s| s.key), Some(SenseKey::UnitAttention));
     let pieces = [data_out];
     let request = ScsiRequest { lun: 0, cdb, data_out: if data_out.is_empty() { &[] } else { &pieces }, data_in_len };
     c.transport().execute(&request).expect("transport")

@@ -12,6 +12,9 @@
 //! the first extent. An SGL's offsets are unsigned and relative to the CDB's starting address,
 //! so its start is the lowest offset and the list keeps the caller's order.
 
+// `% run != 0` rather than `is_multiple_of`: the workspace's rust-version is 1.80.
+#![allow(clippy::manual_is_multiple_of)]
+
 use tessera_osd_proto::DataLayout;
 use tessera_types::limits::{NESTED_LEVELS_MAX, SGL_ENTRIES_MAX};
 use thiserror::Error;
@@ -98,7 +101,7 @@ fn regular_levels(extents: &[Extent]) -> Option<Vec<(u64, u64)>> {
             }
         }
         levels.push((run as u64, stride));
-        span = (run as u64 - 1) * stride + span;
+        span += (run as u64 - 1) * stride;
         points = points.iter().step_by(run).copied().collect();
     }
     Some(levels)
@@ -154,7 +157,7 @@ mod tests {
                 for (count, gap) in dims {
                     let stride = span + gap;
                     pts = (0..count).flat_map(|i| pts.iter().map(move |p| p + i * stride)).collect();
-                    span = (count - 1) * stride + span;
+                    span += (count - 1) * stride;
                 }
                 let n = pts.len();
                 pts.iter()

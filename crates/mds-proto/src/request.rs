@@ -55,8 +55,8 @@ pub enum Request {
     StatFs,
     ClusterMap,
     /// MDS -> MDS: make a directory inode here whose entry the sender (the parent's server)
-    /// will hold; answers its attributes.
-    PeerCreateDir { parent: InodeId, new: NewInode },
+    /// will hold, with the parent's default striping copied in; answers its attributes.
+    PeerCreateDir { parent: InodeId, new: NewInode, stripe: Option<StripeHint> },
     /// MDS -> MDS: remove an empty directory inode homed here (the sender removes the entry).
     PeerRemoveDir { ino: InodeId },
 }
@@ -168,10 +168,11 @@ impl Request {
             }
             R::StatFs => w.u8(op::STAT_FS),
             R::ClusterMap => w.u8(op::CLUSTER_MAP),
-            R::PeerCreateDir { parent, new } => {
+            R::PeerCreateDir { parent, new, stripe } => {
                 w.u8(op::PEER_CREATE_DIR);
                 w.u64(parent.0);
                 new.encode(w);
+                w.option(stripe, |w, h| h.encode(w));
             }
         }
     }
@@ -225,7 +226,7 @@ impl Request {
             op::SET_DIR_STRIPE => R::SetDirStripe { dir: ino(r)?, hint: r.option(StripeHint::decode)? },
             op::STAT_FS => R::StatFs,
             op::CLUSTER_MAP => R::ClusterMap,
-            op::PEER_CREATE_DIR => R::PeerCreateDir { parent: ino(r)?, new: NewInode::decode(r)? },
+            op::PEER_CREATE_DIR => R::PeerCreateDir { parent: ino(r)?, new: NewInode::decode(r)?, stripe: r.option(StripeHint::decode)? },
             _ => return Err(DecodeError::UnknownTag { what: "request opcode", value: code as u32, at: 0 }),
         })
     }

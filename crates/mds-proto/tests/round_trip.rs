@@ -72,7 +72,7 @@ fn request() -> impl Strategy<Value = Request> {
         ino().prop_map(|dir| Request::GetDirStripe { dir }),
         Just(Request::StatFs),
         Just(Request::ClusterMap),
-        (ino(), new_inode()).prop_map(|(parent, new)| Request::PeerCreateDir { parent, new }),
+        (ino(), new_inode(), prop::option::of(hint())).prop_map(|(parent, new, stripe)| Request::PeerCreateDir { parent, new, stripe }),
         ino().prop_map(|ino| Request::PeerRemoveDir { ino }),
     ]
 }
@@ -144,7 +144,7 @@ fn hostile_lengths_are_refused_before_allocation() {
     body.push(1); // LOOKUP
     body.extend_from_slice(&1u64.to_be_bytes());
     body.extend_from_slice(&((NAME_LEN_MAX + 1) as u16).to_be_bytes());
-    body.extend(std::iter::repeat_n(b'a', NAME_LEN_MAX + 1));
+    body.extend(std::iter::repeat(b'a').take(NAME_LEN_MAX + 1));
     let err = Frame::decode_body(&body).unwrap_err();
     assert_eq!(err.fs_error(), FsError::NameTooLong);
     assert_eq!(Frame::request_id_of(&body), Some(0));

@@ -17,7 +17,7 @@ pub fn decode_request_bytes(data: &[u8]) -> bool {
 /// same request, and encoding an empty reply must not panic. Returns whether it decoded.
 pub fn decode_cdb_and_data(cdb: &[u8], data_out: &[u8]) -> bool {
     let Ok((request, placement)) = decode_request(cdb, data_out) else { return false };
-    let _ = encode_reply(&placement, &Reply::default(), placement.data_in_len().min(1 << 16) as u32);
+    let _ = encode_reply(&placement, Reply::default(), placement.data_in_len().min(1 << 16) as u32);
     if let Ok(encoded) = OsdRequestBuilder::from_request(&request).encode() {
         let out = encoded.data_out_vec();
         let again = decode_request(&encoded.cdb, &out).map(|(r, _)| r);

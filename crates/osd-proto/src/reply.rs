@@ -66,10 +66,12 @@ impl ReplyPlacement {
 /// Builds the Data-In buffer: `reply.data_in` (cut at `data_len_max`) at offset 0, then the
 /// retrieved list at its offset cut at the allocation length, the whole buffer cut at
 /// `data_in_len` (the initiator's expected length).
-pub fn encode_reply(placement: &ReplyPlacement, reply: &Reply, data_in_len: u32) -> Vec<u8> {
+pub fn encode_reply(placement: &ReplyPlacement, reply: Reply, data_in_len: u32) -> Vec<u8> {
     let cap = data_in_len as usize;
     let data_len = reply.data_in.len().min(placement.data_len_max.min(cap as u64) as usize);
-    let mut out = reply.data_in[..data_len].to_vec();
+    // Reuse the engine's buffer: read data can be many megabytes and must not be copied here.
+    let mut out = reply.data_in;
+    out.truncate(data_len);
     if let Some(r) = placement.retrieved {
         let mut list = Vec::new();
         match r.list_type {
@@ -154,7 +156,7 @@ mod tests {
             ..Reply::default()
         };
         let p = placement(16, 32);
-        let out = encode_reply(&p, &reply, 1000);
+        let out = encode_reply(&p, reply.clone(), 1000);
         assert_eq!(out.len(), 16 + 32);
         assert_eq!(&out[..10], &[7; 10]);
         assert_eq!(&out[10..16], &[0; 6]);
@@ -165,6 +167,6 @@ mod tests {
         let list = parsed.retrieved.unwrap();
         assert_eq!((list.attrs.len(), list.full_len, list.truncated), (1, 48, true));
         // The initiator's expected length cuts everything.
-        assert_eq!(encode_reply(&p, &reply, 12).len(), 10);
+        assert_eq!(encode_reply(&p, reply.clone(), 12).len(), 10);
     }
 }

@@ -122,9 +122,10 @@ impl CommandSet for Arc<OsdCommandSet> {
             Err(e) => return ScsiOutcome::check_condition(e.sense()),
         };
         let t2 = Instant::now();
-        let data_in = encode_reply(&placement, &reply, task.data_in_len);
+        let recovered = reply.recovered.clone();
+        let data_in = encode_reply(&placement, reply, task.data_in_len);
         times.encode_ns.fetch_add(nanos_since(t2), Ordering::Relaxed);
-        match reply.recovered {
+        match recovered {
             Some(sense) => ScsiOutcome::check_condition_with_data(sense, data_in),
             None => ScsiOutcome::good(data_in),
         }

@@ -80,8 +80,10 @@ fn handle(inner: &Inner, reader: &mut PduReader<TcpStream>, inc: Incoming) -> Re
                 let mut s = slot.state.lock().expect("slot lock poisoned");
                 let end = end as usize;
                 if s.data_in.len() < end {
-                    s.data_in.resize(end, 0);
+                    // `end <= data_in_len` was checked above; the caller chose that length.
+                    s.data_in = vec![0u8; slot.data_in_len as usize];
                 }
+                s.data_in_end = s.data_in_end.max(end);
                 let start = d.buffer_offset as usize;
                 match reader.read_data(&mut s.data_in[start..end]) {
                     Ok(()) => {}

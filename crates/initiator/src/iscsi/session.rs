@@ -40,7 +40,11 @@ pub(crate) enum Completion {
 
 #[derive(Default)]
 pub(crate) struct SlotState {
+    /// Data-In assembly buffer: allocated once, zeroed, at the expected length on the first
+    /// Data-In (lazily mapped, so untouched pages cost nothing), never regrown.
     pub data_in: Vec<u8>,
+    /// One past the highest Data-In byte received: the length handed to the caller.
+    pub data_in_end: usize,
     pub r2ts: VecDeque<R2t>,
     pub done: Option<Result<Completion, TransportError>>,
 }
@@ -497,7 +501,7 @@ impl Session {
         };
         let mut state = slot.state.lock().expect("slot lock poisoned");
         let mut data_in = std::mem::take(&mut state.data_in);
-        data_in.truncate(req.data_in_len as usize);
+        data_in.truncate(state.data_in_end.min(req.data_in_len as usize));
         Ok(ScsiResponse { status: ScsiStatus::from_code(status), data_in, sense, residual })
     }
 

@@ -74,19 +74,21 @@ impl Receiving {
         }
     }
 
-    /// The slice `[offset, offset + len)` of the assembly buffer, growing it first. Growth
-    /// doubles but never past the Expected Data Transfer Length, so memory follows the data
-    /// actually received. Callers have checked `offset + len <= write_len`.
+    /// The slice `[offset, offset + len)` of the assembly buffer. The buffer is allocated once
+    /// at the Expected Data Transfer Length (bounded by `TRANSFER_LEN_MAX` before this task was
+    /// created) with a zeroed allocation: the allocator maps zero pages lazily, so resident
+    /// memory still follows the data actually received, and no byte is ever copied by growth.
+    /// Callers have checked `offset + len <= write_len`.
     pub fn grow(&mut self, offset: u32, len: usize) -> &mut [u8] {
         let start = offset as usize;
         let end = start + len;
         debug_assert!(end <= self.write_len as usize);
-        if end > self.buf.capacity() {
-            let target = (self.buf.capacity() * 2).clamp(end, (self.write_len as usize).max(end));
-            self.buf.reserve_exact(target - self.buf.len());
-        }
-        if end > self.buf.len() {
-            self.buf.resize(end, 0);
+        if self.buf.len() < end {
+            if self.buf.is_empty() {
+                self.buf = vec![0u8; (self.write_len as usize).max(end)];
+            } else {
+                self.buf.resize(end, 0);
+            }
         }
         &mut self.buf[start..end]
     }

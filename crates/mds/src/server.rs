@@ -1,0 +1,330 @@
+//! [`Mds`]: one metadata server. It checks that a request belongs here, runs the SQLite steps
+//! in [`Store`], the OSD steps through [`DataObjects`], and the peer steps through
+//! [`MdsConnection`], in an order that never leaks an object (see `journal.rs`).
+//!
+//! Split across servers (docs/metadata.md): an inode's home is in its id. A directory's entries
+//! live with the directory; files and symlinks live with their parent directory; a new
+//! directory is homed on server `hash(parent, name) mod servers`, so a tree spreads over all
+//! servers. The store lock is never held across an OSD or peer call, so a slow node or a peer
+//! calling back cannot stall or deadlock this server.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tessera_mds_proto::request::NewInode;
+use tessera_mds_proto::{Attr, ClusterMap, DirEntry, FileType, FsError, InodeId, ObjectRef, Reply, Request, StripeHint, Timespec};
+use thiserror::Error;
+
+use crate::db::{self, DbError};
+use crate::journal;
+use crate::objects::DataObjects;
+use crate::peer::MdsConnection;
+use crate::store::{files, Store};
+
+/// Directory levels a rename walks up looking for a loop; deeper trees get EIO rather than
+/// an unbounded walk across servers.
+pub const DEPTH_MAX: usize = 4096;
+
+#[derive(Clone, Debug)]
+pub struct MdsConfig {
+    /// This server's index in `cluster.servers` (the high bits of the inode ids it owns).
+    pub server_index: u32,
+    pub cluster: ClusterMap,
+    /// Striping for files in directories without a default of their own.
+    pub default_stripe: StripeHint,
+}
+
+#[derive(Debug, Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error("server index {index} is not in a cluster of {servers} servers")]
+    ServerIndex { index: u32, servers: usize },
+    #[error("metadata store: {0}")]
+    Store(FsError),
+}
+
+pub struct Mds {
+    store: Mutex<Store>,
+    objects: Arc<dyn DataObjects>,
+    config: MdsConfig,
+    peers: Vec<Mutex<Option<MdsConnection>>>,
+}
+
+fn now() -> Timespec {
+    let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    Timespec { secs: d.as_secs() as i64, nanos: d.subsec_nanos() }
+}
+
+/// FNV-1a over the parent id and the name: stable across builds and machines, unlike std's
+/// hasher, because every server and client must agree on where a directory lives.
+pub fn placement(parent: InodeId, name: &str, servers: u32) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in parent.0.to_be_bytes().iter().chain(name.as_bytes()) {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (h % servers.max(1) as u64) as u32
+}
+
+impl Mds {
+    /// Opens the store at `path` and drains whatever the removal journal still holds (a crash
+    /// between an unlink and its REMOVEs, or between allocating and creating objects).
+    pub fn open(path: &Path, config: MdsConfig, objects: Arc<dyn DataObjects>) -> Result<Mds, OpenError> {
+        let servers = config.cluster.servers.len().max(1);
+        if config.server_index as usize >= servers {
+            return Err(OpenError::ServerIndex { index: config.server_index, servers });
+        }
+        let conn = db::open(path, config.server_index)?;
+        let store = Store::new(conn, config.server_index, now()).map_err(OpenError::Store)?;
+        let peers = (0..servers).map(|_| Mutex::new(None)).collect();
+        let mds = Mds { store: Mutex::new(store), objects, config, peers };
+        match mds.resume_journal() {
+            Ok(0) => {}
+            Ok(left) => tracing::warn!(left, "objects still await removal"),
+            Err(e) => tracing::warn!(%e, "removal journal not drained"),
+        }
+        Ok(mds)
+    }
+
+    /// The store, for one short step. Poisoning means another thread panicked mid-request;
+    /// every store method is one transaction, so the data is consistent and we carry on.
+    fn store(&self) -> MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn server_index(&self) -> u32 {
+        self.config.server_index
+    }
+
+    fn servers(&self) -> u32 {
+        self.config.cluster.servers.len().max(1) as u32
+    }
+
+    fn osd_count(&self) -> u32 {
+        self.config.cluster.osds.len() as u32
+    }
+
+    /// Retries every journaled removal; returns how many objects remain journaled.
+    pub fn resume_journal(&self) -> Result<usize, FsError> {
+        journal::resume(&self.store, self.objects.as_ref())
+    }
+
+    /// Objects on the OSDs that this server allocated and nothing references.
+    pub fn repair(&self) -> Result<Vec<ObjectRef>, FsError> {
+        journal::orphans(&self.store, self.objects.as_ref(), self.osd_count())
+    }
+
+    /// Sends one request to server `server`, connecting on first use and reconnecting after a
+    /// transport failure.
+    fn peer(&self, server: u32, request: Request) -> Result<Reply, FsError> {
+        let addr = self.config.cluster.servers.get(server as usize).ok_or(FsError::Stale)?;
+        let mut slot = self.peers[server as usize].lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(MdsConnection::connect(addr.as_str()).map_err(|e| {
+                tracing::warn!(server, %e, "cannot reach peer MDS");
+                FsError::Io
+            })?);
+        }
+        // Just filled above.
+        let conn = slot.as_mut().expect("peer connection present");
+        match conn.call(request) {
+            Ok(result) => result,
+            Err(e) => {
+                tracing::warn!(server, %e, "peer MDS connection dropped");
+                *slot = None;
+                Err(FsError::Io)
+            }
+        }
+    }
+
+    fn peer_attr(&self, ino: InodeId) -> Result<Attr, FsError> {
+        match self.peer(ino.server(), Request::GetAttr { ino })? {
+            Reply::Attr(a) => Ok(a),
+            _ => Err(FsError::Io),
+        }
+    }
+
+    /// Attributes of a local inode; a regular file's size comes from its objects.
+    fn local_attr(&self, ino: InodeId) -> Result<Attr, FsError> {
+        let row = self.store().inode(ino)?;
+        let size = match row.kind {
+            FileType::Regular => self.file_size(ino)?,
+            _ => 0,
+        };
+        Ok(row.attr(size))
+    }
+
+    fn attr(&self, ino: InodeId) -> Result<Attr, FsError> {
+        if ino.server() == self.server_index() {
+            self.local_attr(ino)
+        } else {
+            self.peer_attr(ino)
+        }
+    }
+
+    fn file_size(&self, ino: InodeId) -> Result<u64, FsError> {
+        let layout = self.store().layout(ino)?;
+        let mut lengths = Vec::with_capacity(layout.objects.len());
+        for o in &layout.objects {
+            lengths.push(self.objects.logical_len(*o).map_err(|e| {
+                tracing::warn!(?o, %e, "cannot read object length");
+                FsError::Io
+            })?);
+        }
+        layout.stripe.file_size(&lengths).ok_or(FsError::Io)
+    }
+
+    /// Removes objects now journaled; failures stay journaled for the next drain.
+    fn remove_objects(&self, list: &[ObjectRef]) {
+        journal::drain(&self.store, self.objects.as_ref(), list);
+    }
+
+    /// Answers one request.
+    pub fn handle(&self, request: Request) -> Result<Reply, FsError> {
+        use Request as R;
+        match request {
+            R::Lookup { parent, name } => {
+                let entry = self.store().lookup(parent, &name)?;
+                self.attr(entry.ino).map(Reply::Attr)
+            }
+            R::GetAttr { ino } => self.local_attr(ino).map(Reply::Attr),
+            R::SetAttr { ino, changes } => {
+                let row = self.store().setattr(ino, &changes, now())?;
+                let size = if row.kind == FileType::Regular { self.file_size(ino)? } else { 0 };
+                Ok(Reply::Attr(row.attr(size)))
+            }
+            R::Mkdir { parent, name, new } => self.mkdir(parent, &name, &new).map(Reply::Attr),
+            R::Rmdir { parent, name } => self.rmdir(parent, &name).map(|()| Reply::Done),
+            R::Create { parent, name, new, stripe } => self.create(parent, &name, &new, stripe),
+            R::Unlink { parent, name } => {
+                let objects = self.store().unlink(parent, &name, now())?;
+                self.remove_objects(&objects);
+                Ok(Reply::Done)
+            }
+            R::Rename { src_parent, src_name, dst_parent, dst_name } => {
+                self.rename(src_parent, &src_name, dst_parent, &dst_name).map(|()| Reply::Done)
+            }
+            R::Symlink { parent, name, target, new } => self.store().symlink(parent, &name, &target, &new, now()).map(|r| Reply::Attr(r.attr(0))),
+            R::ReadLink { ino } => self.store().readlink(ino).map(Reply::Link),
+            R::ReadDir { dir, after, max_entries } => self.readdir(dir, after.as_deref(), max_entries),
+            R::Truncate { ino, size } => self.truncate(ino, size).map(Reply::Attr),
+            R::GetLayout { ino } => self.store().layout(ino).map(Reply::Layout),
+            R::SetDirStripe { dir, hint } => {
+                if let Some(h) = &hint {
+                    files::resolve(h, self.osd_count(), 0)?;
+                }
+                self.store().set_dir_stripe(dir, hint).map(|()| Reply::Done)
+            }
+            R::GetDirStripe { dir } => self.store().dir_stripe(dir).map(Reply::DirStripe),
+            R::StatFs => self.store().stat_fs().map(Reply::StatFs),
+            R::ClusterMap => Ok(Reply::ClusterMap(self.config.cluster.clone())),
+            R::PeerCreateDir { parent, new, stripe } => {
+                self.store().create_dir_inode(parent, &new, stripe, now()).map(|r| Reply::Attr(r.attr(0)))
+            }
+            R::PeerRemoveDir { ino } => self.store().remove_dir_inode(ino).map(|()| Reply::Done),
+        }
+    }
+
+    fn mkdir(&self, parent: InodeId, name: &str, new: &NewInode) -> Result<Attr, FsError> {
+        let home = placement(parent, name, self.servers());
+        if home == self.server_index() {
+            return self.store().mkdir(parent, name, new, now()).map(|r| r.attr(0));
+        }
+        let stripe = {
+            let store = self.store();
+            store.check_can_add(parent, name)?;
+            store.dir_stripe(parent)?
+        };
+        let attr = match self.peer(home, Request::PeerCreateDir { parent, new: *new, stripe })? {
+            Reply::Attr(a) => a,
+            _ => return Err(FsError::Io),
+        };
+        if let Err(e) = self.store().link_entry(parent, name, attr.ino, FileType::Directory, now()) {
+            // Lost a race for the name: take back the inode we had made.
+            if let Err(undo) = self.peer(home, Request::PeerRemoveDir { ino: attr.ino }) {
+                tracing::warn!(ino = attr.ino.0, %undo, "orphaned remote directory inode");
+            }
+            return Err(e);
+        }
+        Ok(attr)
+    }
+
+    fn rmdir(&self, parent: InodeId, name: &str) -> Result<(), FsError> {
+        let Some(remote) = self.store().rmdir(parent, name, now())? else { return Ok(()) };
+        // The home server checks emptiness and removes the inode atomically; only then does
+        // the entry go, so a failure leaves the directory whole.
+        match self.peer(remote.server(), Request::PeerRemoveDir { ino: remote }) {
+            Ok(_) | Err(FsError::Stale) => {}
+            Err(e) => return Err(e),
+        }
+        self.store().drop_entry(parent, name, remote, now())
+    }
+
+    /// Create: (1) allocate ids and journal the objects, (2) create them on the OSDs, (3) commit
+    /// the inode and take the objects out of the journal. A failure after (1) removes whatever
+    /// was made; a crash leaves them journaled for the next start.
+    fn create(&self, parent: InodeId, name: &str, new: &NewInode, stripe: Option<StripeHint>) -> Result<Reply, FsError> {
+        let default = self.config.default_stripe;
+        let pending = self.store().begin_create(parent, name, stripe, &default, self.osd_count())?;
+        if let Err(e) = self.objects.create(&pending.layout.objects) {
+            tracing::warn!(%e, "creating data objects failed");
+            self.remove_objects(&pending.layout.objects);
+            return Err(FsError::Io);
+        }
+        match self.store().commit_create(parent, name, new, &pending, now()) {
+            Ok(row) => Ok(Reply::Created { attr: row.attr(0), layout: pending.layout }),
+            Err(e) => {
+                self.remove_objects(&pending.layout.objects);
+                Err(e)
+            }
+        }
+    }
+
+    fn rename(&self, src_parent: InodeId, src_name: &str, dst_parent: InodeId, dst_name: &str) -> Result<(), FsError> {
+        if src_parent.server() != dst_parent.server() {
+            return Err(FsError::CrossServer);
+        }
+        self.store().check_local(src_parent)?;
+        // Gathered before the transaction, without the lock, because it may ask peers.
+        let mut ancestors = Vec::new();
+        let mut at = dst_parent;
+        while at != InodeId::ROOT {
+            if ancestors.len() >= DEPTH_MAX {
+                return Err(FsError::Io);
+            }
+            ancestors.push(at);
+            let attr = self.attr(at)?;
+            if attr.file_type != FileType::Directory {
+                return Err(FsError::NotDir);
+            }
+            at = attr.parent;
+        }
+        let replaced = self.store().rename(src_parent, src_name, dst_parent, dst_name, &ancestors, now())?;
+        self.remove_objects(&replaced);
+        Ok(())
+    }
+
+    fn readdir(&self, dir: InodeId, after: Option<&str>, max: u32) -> Result<Reply, FsError> {
+        let (entries, more) = self.store().readdir(dir, after, max)?;
+        let mut out = Vec::with_capacity(entries.len());
+        for e in entries {
+            out.push(DirEntry { attr: self.attr(e.ino)?, name: e.name });
+        }
+        Ok(Reply::DirPage { entries: out, more })
+    }
+
+    fn truncate(&self, ino: InodeId, size: u64) -> Result<Attr, FsError> {
+        let layout = self.store().layout(ino)?;
+        for (slot, o) in layout.objects.iter().enumerate() {
+            let len = layout.stripe.object_len(size, slot as u32);
+            self.objects.set_logical_len(*o, len).map_err(|e| {
+                tracing::warn!(?o, %e, "truncate failed");
+                FsError::Io
+            })?;
+        }
+        let row = self.store().touch_file(ino, now())?;
+        Ok(row.attr(size))
+    }
+}

@@ -1,0 +1,418 @@
+//! One server's share of the namespace as SQLite transactions. Every public method is one
+//! transaction, so a crash leaves either all of an operation or none of it. No OSD or network
+//! calls happen here: [`crate::server::Mds`] sequences those around these steps.
+//!
+//! `files.rs` holds regular files (create, unlink, layouts, the removal journal);
+//! `rename.rs` the rename rules. This file holds inodes, directories and symlinks.
+
+pub mod files;
+mod rename;
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use tessera_mds_proto::limits::{NAME_LEN_MAX, READDIR_ENTRIES_MAX};
+use tessera_mds_proto::request::NewInode;
+use tessera_mds_proto::{Attr, FileType, FsError, InodeId, SetAttrs, StatFs, StripeHint, Timespec};
+
+pub use files::PendingFile;
+
+/// Permission bits kept in `mode`; type bits come from the inode's kind.
+const MODE_MASK: u32 = 0o7777;
+
+/// An SQLite failure is an I/O error to the client; the detail goes to the log.
+pub(crate) fn io(e: rusqlite::Error) -> FsError {
+    tracing::error!(error = %e, "metadata store");
+    FsError::Io
+}
+
+fn kind_of(code: i64) -> FileType {
+    // Only this module writes the column, always from a FileType.
+    FileType::from_code(code as u8).expect("inodes.kind holds a FileType code")
+}
+
+/// A name a directory may hold: 1..=NAME_LEN_MAX bytes, no '/' or NUL, not "." or "..".
+pub fn check_name(name: &str) -> Result<(), FsError> {
+    if name.len() > NAME_LEN_MAX {
+        return Err(FsError::NameTooLong);
+    }
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+        return Err(FsError::Invalid);
+    }
+    Ok(())
+}
+
+/// An inode as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InodeRow {
+    pub ino: InodeId,
+    pub kind: FileType,
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub atime: Timespec,
+    pub mtime: Timespec,
+    pub ctime: Timespec,
+    pub parent: InodeId,
+    pub symlink: Option<String>,
+}
+
+impl InodeRow {
+    /// The attributes, given the size (regular files: from the objects).
+    pub fn attr(&self, size: u64) -> Attr {
+        let size = match self.kind {
+            FileType::Symlink => self.symlink.as_ref().map_or(0, |t| t.len() as u64),
+            FileType::Directory => 0,
+            FileType::Regular => size,
+        };
+        Attr {
+            ino: self.ino,
+            file_type: self.kind,
+            mode: self.mode,
+            uid: self.uid,
+            gid: self.gid,
+            nlink: if self.kind == FileType::Directory { 2 } else { 1 },
+            size,
+            atime: self.atime,
+            mtime: self.mtime,
+            ctime: self.ctime,
+            parent: if self.kind == FileType::Directory { self.parent } else { InodeId(0) },
+        }
+    }
+}
+
+/// One directory entry as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dentry {
+    pub name: String,
+    pub ino: InodeId,
+    pub kind: FileType,
+}
+
+/// The namespace held by server `server`. Transactions use `unchecked_transaction` (a shared
+/// borrow) so helpers can read `self` inside one; every mutating method takes `&mut self`, so
+/// two transactions can never be open on the connection at once.
+pub struct Store {
+    conn: Connection,
+    server: u32,
+}
+
+const INODE_COLUMNS: &str = "ino, kind, mode, uid, gid, atime_ns, mtime_ns, ctime_ns, parent, symlink";
+
+fn row_to_inode(r: &rusqlite::Row) -> rusqlite::Result<InodeRow> {
+    Ok(InodeRow {
+        ino: InodeId(r.get::<_, i64>(0)? as u64),
+        kind: kind_of(r.get(1)?),
+        mode: r.get(2)?,
+        uid: r.get(3)?,
+        gid: r.get(4)?,
+        atime: Timespec::from_nanos(r.get(5)?),
+        mtime: Timespec::from_nanos(r.get(6)?),
+        ctime: Timespec::from_nanos(r.get(7)?),
+        parent: InodeId(r.get::<_, i64>(8)? as u64),
+        symlink: r.get(9)?,
+    })
+}
+
+pub(crate) fn load_inode(tx: &Connection, ino: InodeId) -> Result<InodeRow, FsError> {
+    tx.query_row(&format!("SELECT {INODE_COLUMNS} FROM inodes WHERE ino = ?1"), [ino.0 as i64], row_to_inode)
+        .optional()
+        .map_err(io)?
+        .ok_or(FsError::Stale)
+}
+
+pub(crate) fn insert_inode(tx: &Transaction, row: &InodeRow, stripe_unit: Option<u64>) -> Result<(), FsError> {
+    tx.execute(
+        "INSERT INTO inodes (ino, kind, mode, uid, gid, atime_ns, mtime_ns, ctime_ns, parent, symlink, stripe_unit)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            row.ino.0 as i64,
+            row.kind.code() as i64,
+            row.mode,
+            row.uid,
+            row.gid,
+            row.atime.as_nanos(),
+            row.mtime.as_nanos(),
+            row.ctime.as_nanos(),
+            row.parent.0 as i64,
+            row.symlink,
+            stripe_unit.map(|u| u as i64)
+        ],
+    )
+    .map_err(io)?;
+    Ok(())
+}
+
+fn new_row(ino: InodeId, kind: FileType, new: &NewInode, parent: InodeId, now: Timespec) -> InodeRow {
+    InodeRow {
+        ino,
+        kind,
+        mode: new.mode & MODE_MASK,
+        uid: new.uid,
+        gid: new.gid,
+        atime: now,
+        mtime: now,
+        ctime: now,
+        parent,
+        symlink: None,
+    }
+}
+
+impl Store {
+    /// Wraps an opened store ([`crate::db::open`]); server 0 makes the root if it is missing.
+    pub fn new(conn: Connection, server: u32, now: Timespec) -> Result<Store, FsError> {
+        let mut store = Store { conn, server };
+        if server == 0 {
+            let tx = store.conn.transaction().map_err(io)?;
+            if load_inode(&tx, InodeId::ROOT) == Err(FsError::Stale) {
+                let root = new_row(InodeId::ROOT, FileType::Directory, &NewInode { mode: 0o755, uid: 0, gid: 0 }, InodeId::ROOT, now);
+                insert_inode(&tx, &root, None)?;
+            }
+            tx.commit().map_err(io)?;
+        }
+        Ok(store)
+    }
+
+    pub fn server(&self) -> u32 {
+        self.server
+    }
+
+    /// Refuses an inode homed on another server.
+    pub fn check_local(&self, ino: InodeId) -> Result<(), FsError> {
+        if ino.server() == self.server {
+            Ok(())
+        } else {
+            Err(FsError::Misdirected)
+        }
+    }
+
+    fn alloc_inode(&self, tx: &Transaction) -> Result<InodeId, FsError> {
+        let next: i64 = tx.query_row("SELECT value FROM meta WHERE key = 'next_inode'", [], |r| r.get(0)).map_err(io)?;
+        let local = next as u64;
+        if local > InodeId::LOCAL_MAX {
+            return Err(FsError::NoSpace);
+        }
+        tx.execute("UPDATE meta SET value = ?1 WHERE key = 'next_inode'", [next + 1]).map_err(io)?;
+        Ok(InodeId::new(self.server, local))
+    }
+
+    /// A local directory, or NotDir / Stale / Misdirected.
+    fn load_dir(&self, conn: &Connection, dir: InodeId) -> Result<InodeRow, FsError> {
+        self.check_local(dir)?;
+        let row = load_inode(conn, dir)?;
+        if row.kind != FileType::Directory {
+            return Err(FsError::NotDir);
+        }
+        Ok(row)
+    }
+
+    fn entry(conn: &Connection, dir: InodeId, name: &str) -> Result<Option<Dentry>, FsError> {
+        conn.query_row("SELECT ino, kind FROM dentries WHERE dir = ?1 AND name = ?2", params![dir.0 as i64, name], |r| {
+            Ok(Dentry { name: name.to_string(), ino: InodeId(r.get::<_, i64>(0)? as u64), kind: kind_of(r.get(1)?) })
+        })
+        .optional()
+        .map_err(io)
+    }
+
+    /// Checks `dir` is a local directory without `name`, inside an open transaction.
+    fn check_free(&self, conn: &Connection, dir: InodeId, name: &str) -> Result<(), FsError> {
+        check_name(name)?;
+        self.load_dir(conn, dir)?;
+        match Self::entry(conn, dir, name)? {
+            Some(_) => Err(FsError::Exists),
+            None => Ok(()),
+        }
+    }
+
+    fn add_entry(tx: &Transaction, dir: InodeId, name: &str, ino: InodeId, kind: FileType, now: Timespec) -> Result<(), FsError> {
+        tx.execute("INSERT INTO dentries (dir, name, ino, kind) VALUES (?1, ?2, ?3, ?4)", params![dir.0 as i64, name, ino.0 as i64, kind.code() as i64])
+            .map_err(io)?;
+        Self::touch_dir(tx, dir, now)
+    }
+
+    fn touch_dir(tx: &Connection, dir: InodeId, now: Timespec) -> Result<(), FsError> {
+        tx.execute("UPDATE inodes SET mtime_ns = ?2, ctime_ns = ?2 WHERE ino = ?1", params![dir.0 as i64, now.as_nanos()]).map_err(io)?;
+        Ok(())
+    }
+
+    pub fn inode(&self, ino: InodeId) -> Result<InodeRow, FsError> {
+        self.check_local(ino)?;
+        load_inode(&self.conn, ino)
+    }
+
+    pub fn lookup(&self, dir: InodeId, name: &str) -> Result<Dentry, FsError> {
+        check_name(name)?;
+        self.load_dir(&self.conn, dir)?;
+        Self::entry(&self.conn, dir, name)?.ok_or(FsError::NotFound)
+    }
+
+    /// Fails unless `dir` could take a new entry `name` now (a pre-check before remote steps).
+    pub fn check_can_add(&self, dir: InodeId, name: &str) -> Result<(), FsError> {
+        self.check_free(&self.conn, dir, name)
+    }
+
+    /// mkdir with the new directory homed here; the new directory copies the parent's default
+    /// striping, as `lfs setstripe` directories do.
+    pub fn mkdir(&mut self, parent: InodeId, name: &str, new: &NewInode, now: Timespec) -> Result<InodeRow, FsError> {
+        let tx = self.conn.unchecked_transaction().map_err(io)?;
+        self.check_free(&tx, parent, name)?;
+        let ino = self.alloc_inode(&tx)?;
+        let row = new_row(ino, FileType::Directory, new, parent, now);
+        insert_inode(&tx, &row, None)?;
+        Self::add_entry(&tx, parent, name, ino, FileType::Directory, now)?;
+        if let Some(hint) = files::dir_stripe(&tx, parent)? {
+            files::put_dir_stripe(&tx, ino, Some(hint))?;
+        }
+        tx.commit().map_err(io)?;
+        Ok(row)
+    }
+
+    /// The inode half of a mkdir whose entry lives on another server (`PeerCreateDir`).
+    pub fn create_dir_inode(&mut self, parent: InodeId, new: &NewInode, stripe: Option<StripeHint>, now: Timespec) -> Result<InodeRow, FsError> {
+        let tx = self.conn.unchecked_transaction().map_err(io)?;
+        let ino = self.alloc_inode(&tx)?;
+        let row = new_row(ino, FileType::Directory, new, parent, now);
+        insert_inode(&tx, &row, None)?;
+        files::put_dir_stripe(&tx, ino, stripe)?;
+        tx.commit().map_err(io)?;
+        Ok(row)
+    }
+
+    /// The entry half of a cross-server mkdir: links an inode homed elsewhere.
+    pub fn link_entry(&mut self, dir: InodeId, name: &str, ino: InodeId, kind: FileType, now: Timespec) -> Result<(), FsError> {
+        let tx = self.conn.unchecked_transaction().map_err(io)?;
+        self.check_free(&tx, dir, name)?;
+        Self::add_entry(&tx, dir, name, ino, kind, now)?;
+        tx.commit().map_err(io)
+    }
+
+    /// Removes an entry that names `ino` (the last step of a cross-server rmdir).
+    pub fn drop_entry(&mut self, dir: InodeId, name: &str, ino: InodeId, now: Timespec) -> Result<(), FsError> {
+        let tx = self.conn.unchecked_transaction().map_err(io)?;
+        let n = tx
+            .execute("DELETE FROM dentries WHERE dir = ?1 AND name = ?2 AND ino = ?3", params![dir.0 as i64, name, ino.0 as i64])
+            .map_err(io)?;
+        if n == 0 {
+            return Err(FsError::NotFound);
+        }
+        Self::touch_dir(&tx, dir, now)?;
+        tx.commit().map_err(io)
+    }
+
+    fn is_empty_dir(conn: &Connection, dir: InodeId) -> Result<bool, FsError> {
+        let n: i64 = conn.query_row("SELECT COUNT(*) FROM (SELECT 1 FROM dentries WHERE dir = ?1 LIMIT 1)", [dir.0 as i64], |r| r.get(0)).map_err(io)?;
+        Ok(n == 0)
+    }
+
+    fn delete_dir_inode(tx: &Transaction, ino: InodeId) -> Result<(), FsError> {
+        if !Self::is_empty_dir(tx, ino)? {
+            return Err(FsError::NotEmpty);
+        }
+        tx.execute("DELETE FROM inodes WHERE ino = ?1", [ino.0 as i64]).map_err(io)?;
+        tx.execute("DELETE FROM dir_stripe WHERE dir = ?1", [ino.0 as i64]).map_err(io)?;
+        Ok(())
+    }
+
+    /// rmdir. `Ok(None)`: done. `Ok(Some(ino))`: the directory's inode is homed on another
+    /// server; remove it there (`PeerRemoveDir`), then [`Store::drop_entry`].
+    pub fn rmdir(&mut self, parent: InodeId, name: &str, now: Timespec) -> Result<Option<InodeId>, FsError> {
+        let tx = self.conn.unchecked_transaction().map_err(io)?;
+        self.load_dir(&tx, parent)?;
+        let entry = Self::entry(&tx, parent, name)?.ok_or(FsError::NotFound)?;
+        if entry.kind != FileType::Directory {
+            return Err(FsError::NotDir);
+        }
+        if entry.ino.server() != self.server {
+            return Ok(Some(entry.ino));
+        }
+        Self::delete_dir_inode(&tx, entry.ino)?;
+        tx.execute("DELETE FROM dentries WHERE dir = ?1 AND name = ?2", params![parent.0 as i64, name]).map_err(io)?;
+        Self::touch_dir(&tx, parent, now)?;
+        tx.commit().map_err(io)?;
+        Ok(None)
+    }
+
+    /// `PeerRemoveDir`: removes an empty directory inode homed here.
+    pub fn remove_dir_inode(&mut self, ino: InodeId) -> Result<(), FsError> {
+        let tx = self.conn.unchecked_transaction().map_err(io)?;
+        if self.load_dir(&tx, ino)?.ino == InodeId::ROOT {
+            return Err(FsError::Busy);
+        }
+        Self::delete_dir_inode(&tx, ino)?;
+        tx.commit().map_err(io)
+    }
+
+    pub fn symlink(&mut self, parent: InodeId, name: &str, target: &str, new: &NewInode, now: Timespec) -> Result<InodeRow, FsError> {
+        if target.is_empty() {
+            return Err(FsError::Invalid);
+        }
+        let tx = self.conn.unchecked_transaction().map_err(io)?;
+        self.check_free(&tx, parent, name)?;
+        let ino = self.alloc_inode(&tx)?;
+        let mut row = new_row(ino, FileType::Symlink, &NewInode { mode: 0o777, ..*new }, InodeId(0), now);
+        row.symlink = Some(target.to_string());
+        insert_inode(&tx, &row, None)?;
+        Self::add_entry(&tx, parent, name, ino, FileType::Symlink, now)?;
+        tx.commit().map_err(io)?;
+        Ok(row)
+    }
+
+    pub fn readlink(&self, ino: InodeId) -> Result<String, FsError> {
+        let row = self.inode(ino)?;
+        row.symlink.ok_or(FsError::Invalid)
+    }
+
+    /// Entries of `dir` in name order after `after`, at most `max` (bounded by the page size);
+    /// the flag says whether more follow.
+    pub fn readdir(&self, dir: InodeId, after: Option<&str>, max: u32) -> Result<(Vec<Dentry>, bool), FsError> {
+        self.load_dir(&self.conn, dir)?;
+        let max = max.clamp(1, READDIR_ENTRIES_MAX) as i64;
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT name, ino, kind FROM dentries WHERE dir = ?1 AND name > ?2 ORDER BY name LIMIT ?3")
+            .map_err(io)?;
+        let rows = stmt
+            .query_map(params![dir.0 as i64, after.unwrap_or(""), max + 1], |r| {
+                Ok(Dentry { name: r.get(0)?, ino: InodeId(r.get::<_, i64>(1)? as u64), kind: kind_of(r.get(2)?) })
+            })
+            .map_err(io)?;
+        let mut entries = rows.collect::<Result<Vec<_>, _>>().map_err(io)?;
+        let more = entries.len() as i64 > max;
+        entries.truncate(max as usize);
+        Ok((entries, more))
+    }
+
+    /// chmod / chown / utimes; ctime always moves.
+    pub fn setattr(&mut self, ino: InodeId, c: &SetAttrs, now: Timespec) -> Result<InodeRow, FsError> {
+        let tx = self.conn.unchecked_transaction().map_err(io)?;
+        self.check_local(ino)?;
+        let mut row = load_inode(&tx, ino)?;
+        if let Some(mode) = c.mode {
+            row.mode = mode & MODE_MASK;
+        }
+        row.uid = c.uid.unwrap_or(row.uid);
+        row.gid = c.gid.unwrap_or(row.gid);
+        row.atime = c.atime.unwrap_or(row.atime);
+        row.mtime = c.mtime.unwrap_or(row.mtime);
+        row.ctime = now;
+        tx.execute(
+            "UPDATE inodes SET mode = ?2, uid = ?3, gid = ?4, atime_ns = ?5, mtime_ns = ?6, ctime_ns = ?7 WHERE ino = ?1",
+            params![ino.0 as i64, row.mode, row.uid, row.gid, row.atime.as_nanos(), row.mtime.as_nanos(), row.ctime.as_nanos()],
+        )
+        .map_err(io)?;
+        tx.commit().map_err(io)?;
+        Ok(row)
+    }
+
+    /// Counts of what this server holds.
+    pub fn stat_fs(&self) -> Result<StatFs, FsError> {
+        let count = |kind: FileType| -> Result<u64, FsError> {
+            self.conn.query_row("SELECT COUNT(*) FROM inodes WHERE kind = ?1", [kind.code() as i64], |r| r.get::<_, i64>(0)).map(|n| n as u64).map_err(io)
+        };
+        let pending: i64 = self.conn.query_row("SELECT COUNT(*) FROM pending_removal", [], |r| r.get(0)).map_err(io)?;
+        Ok(StatFs {
+            files: count(FileType::Regular)?,
+            directories: count(FileType::Directory)?,
+            symlinks: count(FileType::Symlink)?,
+            pending_removals: pending as u64,
+        })
+    }
+}

@@ -1,0 +1,68 @@
+//! rename within one server. The rules follow POSIX rename(2): a directory may only replace an
+//! empty directory, a non-directory only a non-directory, and a directory may not move below
+//! itself. The caller has already refused renames between parents on different servers.
+
+use rusqlite::params;
+use tessera_mds_proto::{FileType, FsError, InodeId, ObjectRef, Timespec};
+
+use super::{check_name, files, io, Store};
+
+impl Store {
+    /// Moves `src_parent/src_name` to `dst_parent/dst_name`. `dst_ancestors` are the
+    /// directories from `dst_parent` up to the root (gathered by the caller, possibly from other
+    /// servers), used to refuse moving a directory below itself. Returns the objects of a
+    /// replaced regular file, now journaled for removal.
+    pub fn rename(
+        &mut self,
+        src_parent: InodeId,
+        src_name: &str,
+        dst_parent: InodeId,
+        dst_name: &str,
+        dst_ancestors: &[InodeId],
+        now: Timespec,
+    ) -> Result<Vec<ObjectRef>, FsError> {
+        check_name(src_name)?;
+        check_name(dst_name)?;
+        let tx = self.conn.unchecked_transaction().map_err(io)?;
+        self.load_dir(&tx, src_parent)?;
+        self.load_dir(&tx, dst_parent)?;
+        let src = Self::entry(&tx, src_parent, src_name)?.ok_or(FsError::NotFound)?;
+        let dst = Self::entry(&tx, dst_parent, dst_name)?;
+        if dst.as_ref().is_some_and(|d| d.ino == src.ino) {
+            return Ok(Vec::new()); // same file: POSIX says do nothing
+        }
+        let is_dir = src.kind == FileType::Directory;
+        if is_dir {
+            if dst_parent == src.ino || dst_ancestors.contains(&src.ino) {
+                return Err(FsError::Invalid);
+            }
+            // A directory's parent pointer lives with its inode; moving one homed elsewhere
+            // to a new parent would need a two-server transaction.
+            if src.ino.server() != self.server && src_parent != dst_parent {
+                return Err(FsError::CrossServer);
+            }
+        }
+        let mut replaced = Vec::new();
+        if let Some(d) = &dst {
+            match (is_dir, d.kind == FileType::Directory) {
+                (true, false) => return Err(FsError::NotDir),
+                (false, true) => return Err(FsError::IsDir),
+                (true, true) if d.ino.server() != self.server => return Err(FsError::CrossServer),
+                (true, true) => Self::delete_dir_inode(&tx, d.ino)?,
+                (false, false) => replaced = files::drop_file(&tx, d.ino)?,
+            }
+            tx.execute("DELETE FROM dentries WHERE dir = ?1 AND name = ?2", params![dst_parent.0 as i64, dst_name]).map_err(io)?;
+        }
+        tx.execute("DELETE FROM dentries WHERE dir = ?1 AND name = ?2", params![src_parent.0 as i64, src_name]).map_err(io)?;
+        Self::add_entry(&tx, dst_parent, dst_name, src.ino, src.kind, now)?;
+        Self::touch_dir(&tx, src_parent, now)?;
+        if src.ino.server() == self.server {
+            tx.execute("UPDATE inodes SET ctime_ns = ?2 WHERE ino = ?1", params![src.ino.0 as i64, now.as_nanos()]).map_err(io)?;
+            if is_dir {
+                tx.execute("UPDATE inodes SET parent = ?2 WHERE ino = ?1", params![src.ino.0 as i64, dst_parent.0 as i64]).map_err(io)?;
+            }
+        }
+        tx.commit().map_err(io)?;
+        Ok(replaced)
+    }
+}
