@@ -42,6 +42,7 @@ pub struct BenchArgs {
 }
 
 fn main() {
+    tune_allocator();
     let cli = Cli::parse();
     let filter = std::env::var("RUST_LOG").unwrap_or(cli.log.clone());
     tracing_subscriber::fmt()
@@ -56,5 +57,17 @@ fn main() {
     if let Err(e) = result {
         eprintln!("tessera: error: {e:#}");
         std::process::exit(1);
+    }
+}
+
+/// Keeps multi-megabyte I/O buffers in the heap instead of a fresh mmap per command: glibc
+/// otherwise maps and unmaps every buffer above its threshold, and each transfer then pays a
+/// page fault and a kernel zeroing per 4 KiB page (measured: throughput fell from 1 MiB to
+/// 16 MiB transfers). 32 MiB is the largest threshold glibc accepts.
+fn tune_allocator() {
+    // SAFETY: mallopt only sets allocator parameters; called before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
     }
 }

@@ -82,7 +82,10 @@ impl Reader<'_> {
     /// One attribute's value; None is "undefined".
     pub fn value(&self, row: &ObjectRow, page: u32, number: u32) -> Result<Option<Vec<u8>>, StorageError> {
         let class = pages::classify(row.kind, page);
-        if number == PAGE_IDENTIFICATION && class != PageClass::Stored {
+        if number == PAGE_IDENTIFICATION {
+            if class == PageClass::Stored {
+                return self.stored_page_identification(row, page);
+            }
             return Ok(pages::identification(row.kind, class).map(|v| v.to_vec()));
         }
         match class {
@@ -144,13 +147,7 @@ impl Reader<'_> {
     fn directory_entry(&self, row: &ObjectRow, number: u32) -> Result<Option<Vec<u8>>, StorageError> {
         let class = pages::classify(row.kind, number);
         if class == PageClass::Stored {
-            if stored::page(self.conn, row.addr, number)?.is_empty() {
-                return Ok(None);
-            }
-            let own = stored::get(self.conn, row.addr, number, PAGE_IDENTIFICATION)?;
-            return Ok(Some(own.unwrap_or_else(|| {
-                pages::pad_identification("TESSERA ", &format!("Application page {number:#010x}")).to_vec()
-            })));
+            return self.stored_page_identification(row, number);
         }
         if pages::standard_pages(row.kind).contains(&number) {
             return Ok(pages::identification(row.kind, class).map(|v| v.to_vec()));
@@ -158,10 +155,27 @@ impl Reader<'_> {
         Ok(None)
     }
 
-    /// Every defined attribute of one page, by number.
+    /// Attribute 0 of an application-defined or any-type page: the stored value if set, else
+    /// "TESSERA " + "Application page 0x........" while the page holds values (the directory
+    /// lists it); undefined for a page holding nothing.
+    fn stored_page_identification(&self, row: &ObjectRow, page: u32) -> Result<Option<Vec<u8>>, StorageError> {
+        let values = stored::page(self.conn, row.addr, page)?;
+        if values.is_empty() {
+            return Ok(None);
+        }
+        let own = values.into_iter().find(|(n, _)| *n == PAGE_IDENTIFICATION).map(|(_, v)| v);
+        Ok(Some(own.unwrap_or_else(|| {
+            pages::pad_identification("TESSERA ", &format!("Application page {page:#010x}")).to_vec()
+        })))
+    }
+
+    /// Every defined attribute of one page, by number. An application-defined or any-type
+    /// page lists its stored values only (its attribute 0 when one was stored; the default
+    /// identification is answered when asked for by number, not added to the listing).
     pub fn page(&self, row: &ObjectRow, page: u32) -> Result<Vec<RetrievedAttr>, StorageError> {
         let class = pages::classify(row.kind, page);
-        let mut numbers: Vec<u32> = pages::defined_numbers(row.kind, class).to_vec();
+        let mut numbers: Vec<u32> =
+            if class == PageClass::Stored { Vec::new() } else { pages::defined_numbers(row.kind, class).to_vec() };
         match class {
             PageClass::Directory => numbers.extend(self.directory(row)?),
             PageClass::Information | PageClass::Stored => {

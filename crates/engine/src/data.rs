@@ -46,7 +46,7 @@ struct DataChange {
 }
 
 impl Engine {
-    fn user_row(&self, addr: ObjectAddr) -> Result<ObjectRow, CommandError> {
+    pub(crate) fn user_row(&self, addr: ObjectAddr) -> Result<ObjectRow, CommandError> {
         self.db.read(|c| self.require(c, addr, &[ObjectKind::User]))
     }
 

@@ -22,6 +22,7 @@ pub mod pages;
 mod query;
 pub mod quotas;
 pub mod store;
+mod zero_copy;
 
 pub use config::EngineConfig;
 pub use engine::{Engine, DB_FILE, OBJECTS_DIR};
@@ -30,6 +31,7 @@ pub use object::ObjectKind;
 pub use store::file::FileStore;
 pub use store::mem::MemStore;
 pub use store::{MapExtent, ObjectData, Piece};
+pub use zero_copy::FileRead;
 
 #[cfg(test)]
 mod tests {

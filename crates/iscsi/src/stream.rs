@@ -210,6 +210,23 @@ impl<W: Write> PduWriter<W> {
         write_all_vectored(&mut self.inner, &mut slices)
     }
 
+    /// Sends one PDU whose `data_len`-byte data segment is written by `send_data` straight to
+    /// the underlying stream (e.g. with `sendfile` from a file), followed by the padding.
+    /// Only without data digests: the digest would need the bytes in memory.
+    pub fn write_pdu_streamed(&mut self, pdu: &Pdu, data_len: usize, send_data: impl FnOnce(&mut W) -> io::Result<()>) -> io::Result<()> {
+        assert!(!self.digests.data, "streamed data segments cannot carry a data digest");
+        self.header.clear();
+        pdu.encode(data_len as u32, &mut self.header);
+        if self.digests.header {
+            let d = digest_bytes(crc32c(&self.header));
+            self.header.extend_from_slice(&d);
+        }
+        self.inner.write_all(&self.header)?;
+        send_data(&mut self.inner)?;
+        let pad = [0u8; 3];
+        self.inner.write_all(&pad[..pad_len(data_len)])
+    }
+
     /// Sends bytes as they are: for tests that build malformed PDUs by hand.
     pub fn write_raw(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.inner.write_all(bytes)?;

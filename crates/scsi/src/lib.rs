@@ -11,5 +11,5 @@ pub mod transport;
 
 pub use sense::{FieldPointer, OsdObjectSense, Sense, SenseDecodeError, SenseKey};
 pub use status::ScsiStatus;
-pub use task::{Nexus, ScsiDevice, ScsiOutcome, ScsiTask, TmfResult};
+pub use task::{FileDataIn, Nexus, ScsiDevice, ScsiOutcome, ScsiTask, TmfResult};
 pub use transport::{DirectTransport, ScsiRequest, ScsiResponse, ScsiTransport, TransportError};

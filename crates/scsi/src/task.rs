@@ -1,6 +1,11 @@
 //! The target-side seam: a transport (iSCSI) hands each SCSI command to a [`ScsiDevice`] as a
 //! [`ScsiTask`] with its Data-Out already assembled, and sends back the [`ScsiOutcome`].
 
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+
 use crate::{Sense, ScsiStatus};
 
 /// One I_T nexus: an initiator port talking to this target (iSCSI: one session). Unit
@@ -26,27 +31,94 @@ pub struct ScsiTask<'a> {
     pub data_in_len: u32,
 }
 
+/// Data-In held by reference: `len` bytes of `file` from `offset`, then `zeros` zero bytes.
+/// A transport sends the file bytes without copying them through user space (`sendfile`) when
+/// it can, and reads them with [`FileDataIn::read_at`] when it cannot (e.g. data digests on).
+#[derive(Debug, Clone)]
+pub struct FileDataIn {
+    pub file: Arc<File>,
+    pub offset: u64,
+    pub len: u64,
+    pub zeros: u64,
+}
+
+impl FileDataIn {
+    pub fn total_len(&self) -> u64 {
+        self.len + self.zeros
+    }
+
+    /// Fills `buf` with the Data-In bytes starting at Data-In offset `at`. Bytes the file no
+    /// longer has (it shrank since the command ran) read as zeros.
+    pub fn read_at(&self, at: u64, buf: &mut [u8]) -> io::Result<()> {
+        let from_file = self.len.saturating_sub(at).min(buf.len() as u64) as usize;
+        let mut done = 0;
+        while done < from_file {
+            match self.file.read_at(&mut buf[done..from_file], self.offset + at + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        buf[done..].fill(0);
+        Ok(())
+    }
+}
+
+impl PartialEq for FileDataIn {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.file, &other.file) && (self.offset, self.len, self.zeros) == (other.offset, other.len, other.zeros)
+    }
+}
+
+impl Eq for FileDataIn {}
+
 /// What a device answers to one task.
 #[derive(Debug, PartialEq, Eq)]
 pub struct ScsiOutcome {
     pub status: ScsiStatus,
     /// Data-In; the transport truncates to the task's `data_in_len` and reports the residual.
     pub data_in: Vec<u8>,
+    /// Data-In held in a file instead of `data_in` (which is then empty).
+    pub data_in_file: Option<FileDataIn>,
     pub sense: Option<Sense>,
 }
 
 impl ScsiOutcome {
     pub fn good(data_in: Vec<u8>) -> Self {
-        ScsiOutcome { status: ScsiStatus::Good, data_in, sense: None }
+        ScsiOutcome { status: ScsiStatus::Good, data_in, data_in_file: None, sense: None }
+    }
+
+    /// GOOD or RECOVERED ERROR with Data-In held in a file.
+    pub fn from_file(data_in: FileDataIn, recovered: Option<Sense>) -> Self {
+        let status = if recovered.is_some() { ScsiStatus::CheckCondition } else { ScsiStatus::Good };
+        ScsiOutcome { status, data_in: Vec::new(), data_in_file: Some(data_in), sense: recovered }
+    }
+
+    /// Length of the Data-In this outcome carries, wherever it is held.
+    pub fn data_in_len(&self) -> u64 {
+        self.data_in_file.as_ref().map_or(self.data_in.len() as u64, FileDataIn::total_len)
+    }
+
+    /// The Data-In as bytes, reading a file-held range into memory.
+    pub fn into_data_in_bytes(self) -> io::Result<Vec<u8>> {
+        match &self.data_in_file {
+            None => Ok(self.data_in),
+            Some(f) => {
+                let mut buf = vec![0u8; f.total_len() as usize];
+                f.read_at(0, &mut buf)?;
+                Ok(buf)
+            }
+        }
     }
 
     pub fn check_condition(sense: Sense) -> Self {
-        ScsiOutcome { status: ScsiStatus::CheckCondition, data_in: Vec::new(), sense: Some(sense) }
+        ScsiOutcome { status: ScsiStatus::CheckCondition, data_in: Vec::new(), data_in_file: None, sense: Some(sense) }
     }
 
     /// CHECK CONDITION that still carries Data-In (e.g. RECOVERED ERROR 3B17 on a short read).
     pub fn check_condition_with_data(sense: Sense, data_in: Vec<u8>) -> Self {
-        ScsiOutcome { status: ScsiStatus::CheckCondition, data_in, sense: Some(sense) }
+        ScsiOutcome { status: ScsiStatus::CheckCondition, data_in, data_in_file: None, sense: Some(sense) }
     }
 }
 

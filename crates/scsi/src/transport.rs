@@ -90,11 +90,12 @@ impl<D: ScsiDevice> ScsiTransport for DirectTransport<D> {
     fn execute(&self, request: &ScsiRequest<'_>) -> Result<ScsiResponse, TransportError> {
         let data_out = request.data_out.concat();
         let task = ScsiTask { lun: request.lun, cdb: request.cdb, data_out: &data_out, data_in_len: request.data_in_len };
-        let mut outcome = self.device.execute(&self.nexus, &task);
-        let sent = outcome.data_in.len().min(request.data_in_len as usize);
-        let residual = request.data_in_len as i64 - outcome.data_in.len() as i64;
-        outcome.data_in.truncate(sent);
-        Ok(ScsiResponse { status: outcome.status, data_in: outcome.data_in, sense: outcome.sense, residual })
+        let outcome = self.device.execute(&self.nexus, &task);
+        let (status, sense) = (outcome.status, outcome.sense.clone());
+        let mut data_in = outcome.into_data_in_bytes().map_err(|source| TransportError::Io { peer: self.peer(), source })?;
+        let residual = request.data_in_len as i64 - data_in.len() as i64;
+        data_in.truncate(request.data_in_len as usize);
+        Ok(ScsiResponse { status, data_in, sense, residual })
     }
 
     fn peer(&self) -> String {

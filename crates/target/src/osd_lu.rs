@@ -15,7 +15,7 @@ use tessera_osd_proto::{
     decode_request, encode_reply, AttrId, Command, FlushScope, GetAttrs, Options, Reply, Request,
     RetrievedAttr, ServiceAction, TimestampsControl,
 };
-use tessera_scsi::{Nexus, ScsiOutcome, ScsiTask};
+use tessera_scsi::{FileDataIn, Nexus, ScsiOutcome, ScsiTask};
 use tessera_types::ObjectAddr;
 
 use crate::spc::{CommandSet, DeviceIdentity};
@@ -115,6 +115,19 @@ impl CommandSet for Arc<OsdCommandSet> {
             Err(e) => return ScsiOutcome::check_condition(e.sense()),
         };
         let t1 = Instant::now();
+        if !is_stats_request(&request) {
+            // Plain READs answer with where the bytes are; the transport sends them from the
+            // page cache without a copy through this process.
+            match self.engine.read_by_reference(&request, now_ms()) {
+                Ok(Some(read)) => {
+                    times.engine_ns.fetch_add(nanos_since(t1), Ordering::Relaxed);
+                    let data_in = FileDataIn { file: read.file, offset: read.offset, len: read.len, zeros: read.zeros };
+                    return ScsiOutcome::from_file(data_in, read.recovered);
+                }
+                Ok(None) => {}
+                Err(e) => return ScsiOutcome::check_condition(e.sense()),
+            }
+        }
         let result = if is_stats_request(&request) { Ok(self.stats_reply()) } else { self.engine.execute(&request, now_ms()) };
         times.engine_ns.fetch_add(nanos_since(t1), Ordering::Relaxed);
         let reply = match result {

@@ -213,6 +213,10 @@ fn read_at_most(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 impl ObjectData for FileStore {
+    fn file(&self, addr: ObjectAddr) -> Result<Option<Arc<File>>, StorageError> {
+        self.existing(addr)
+    }
+
     fn read_at(&self, addr: ObjectAddr, offset: u64, buf: &mut [u8]) -> Result<usize, StorageError> {
         match self.existing(addr)? {
             Some(f) => read_at_most(&f, offset, buf).map_err(StorageError::io(IoOp::Read)),

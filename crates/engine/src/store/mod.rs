@@ -27,6 +27,13 @@ pub struct MapExtent {
 
 /// Per-object data I/O.
 pub trait ObjectData: Send + Sync {
+    /// The open file holding the object's bytes, for stores that keep one file per object, so
+    /// a target can send data with `sendfile` instead of copying it through a buffer. `None`
+    /// (the default) when the store has no such file or the object has no data yet.
+    fn file(&self, _addr: ObjectAddr) -> Result<Option<std::sync::Arc<std::fs::File>>, StorageError> {
+        Ok(None)
+    }
+
     /// Fills `buf` from `offset`; returns how many bytes the stored data covered. Bytes past
     /// the end of the stored data are left as they are (the caller zeroes its buffers).
     fn read_at(&self, addr: ObjectAddr, offset: u64, buf: &mut [u8]) -> Result<usize, StorageError>;

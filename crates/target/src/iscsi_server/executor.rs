@@ -5,11 +5,13 @@
 //! Response carrying SenseLength + sense; residual over/underflow flags and counts. Data is
 //! written from the device's buffer with vectored writes, never copied.
 
-use std::io;
+use std::io::{self, Write};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
 
 use tessera_iscsi::bhs::RESERVED_TAG;
 use tessera_iscsi::pdu::{tmf_response, DataIn, LogoutResponse, Pdu, ScsiResponse, RESPONSE_COMPLETED};
-use tessera_scsi::{ScsiOutcome, ScsiStatus, ScsiTask, TmfResult};
+use tessera_scsi::{FileDataIn, ScsiOutcome, ScsiStatus, ScsiTask, TmfResult};
 use tracing::{debug, warn};
 
 use super::conn::{Connection, ReadyTask, Work};
@@ -86,6 +88,37 @@ pub(crate) fn run(conn: &Connection) {
     }
 }
 
+/// Largest command (Data-Out plus Data-In bytes) the reader thread runs itself.
+const INLINE_BYTES_MAX: usize = 64 * 1024;
+
+/// Hands a ready task to the executor, or runs it right here on the reader thread when it is
+/// small and nothing is queued or running. Why: a GET ATTRIBUTES costs a few microseconds, less
+/// than waking the executor thread, so the hop would dominate its round trip; large transfers
+/// still go to the executor so the reader can receive the next command's data meanwhile.
+/// Order is kept: a task runs inline only when the executor has nothing before it.
+pub(crate) fn submit(conn: &Connection, task: ReadyTask) -> io::Result<()> {
+    let small = task.data_out.len() + task.data_in_len as usize <= INLINE_BYTES_MAX;
+    {
+        let mut q = conn.queue();
+        if !(small && q.work.is_empty() && q.running.is_none() && !q.closed) {
+            q.work.push_back(Work::Task(task));
+            conn.queue_cv.notify_one();
+            return Ok(());
+        }
+        // Marked running so a TMF arriving meanwhile is answered after this task, as for the
+        // executor's own tasks.
+        q.running = Some(task.itt);
+    }
+    let result = execute(conn, task);
+    conn.command_done();
+    let mut q = conn.queue();
+    q.running = None;
+    if !q.work.is_empty() {
+        conn.queue_cv.notify_one();
+    }
+    result
+}
+
 fn execute(conn: &Connection, task: ReadyTask) -> io::Result<()> {
     let outcome = match task.failed.clone() {
         Some(sense) => ScsiOutcome::check_condition(sense),
@@ -99,9 +132,13 @@ fn execute(conn: &Connection, task: ReadyTask) -> io::Result<()> {
 
 fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io::Result<()> {
     let expected = task.data_in_len as usize;
-    let produced = outcome.data_in.len();
+    let produced = outcome.data_in_len() as usize;
     let sent = produced.min(expected);
-    let data = &outcome.data_in[..sent];
+    let body = match &outcome.data_in_file {
+        Some(file) => Body::File(file),
+        None => Body::Bytes(&outcome.data_in[..sent]),
+    };
+    let mut scratch = Vec::new();
     let (overflow, underflow) = (produced > expected, produced < expected);
     let residual = produced.abs_diff(expected) as u32;
     let status_in_data_in = sent > 0 && outcome.sense.is_none() && !task.bidi;
@@ -133,7 +170,16 @@ fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io:
             buffer_offset: offset as u32,
             residual_count: if with_status { residual } else { 0 },
         };
-        tx.writer.write_pdu(&Pdu::DataIn(pdu), &[&data[offset..offset + len]])?;
+        let pdu = Pdu::DataIn(pdu);
+        match body {
+            Body::Bytes(data) => tx.writer.write_pdu(&pdu, &[&data[offset..offset + len]])?,
+            Body::File(file) if tx.writer.digests.data => {
+                scratch.resize(len, 0);
+                file.read_at(offset as u64, &mut scratch)?;
+                tx.writer.write_pdu(&pdu, &[&scratch])?;
+            }
+            Body::File(file) => tx.writer.write_pdu_streamed(&pdu, len, |socket| send_file_range(socket, file, offset as u64, len))?,
+        }
         data_sn += 1;
         offset += len;
     }
@@ -172,4 +218,45 @@ fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io:
         },
         &[&sense_bytes],
     )
+}
+
+/// Where a command's Data-In bytes are.
+#[derive(Clone, Copy)]
+enum Body<'a> {
+    Bytes(&'a [u8]),
+    File(&'a FileDataIn),
+}
+
+/// Sends Data-In bytes `[at, at + len)` of a file-held range with `sendfile(2)`: the page cache
+/// feeds the socket without a copy through user space. Bytes past what the file still holds are
+/// sent as zeros, so the PDU always carries exactly the length its header announced.
+fn send_file_range(socket: &mut TcpStream, file: &FileDataIn, at: u64, len: usize) -> io::Result<()> {
+    let from_file = file.len.saturating_sub(at).min(len as u64);
+    let mut file_offset = (file.offset + at) as libc::off_t;
+    let mut sent = 0u64;
+    while sent < from_file {
+        let want = (from_file - sent).min(1 << 30) as usize;
+        // SAFETY: both descriptors are open for the duration of the call (the socket is
+        // borrowed, the file is held by an Arc); the kernel advances `file_offset`.
+        let n = unsafe { libc::sendfile(socket.as_raw_fd(), file.file.as_raw_fd(), &mut file_offset, want) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            break; // the file shrank since the command ran: zeros below
+        }
+        sent += n as u64;
+    }
+    static ZEROS: [u8; 64 * 1024] = [0u8; 64 * 1024];
+    let mut zeros = len as u64 - sent;
+    while zeros > 0 {
+        let n = zeros.min(ZEROS.len() as u64) as usize;
+        socket.write_all(&ZEROS[..n])?;
+        zeros -= n as u64;
+    }
+    Ok(())
 }

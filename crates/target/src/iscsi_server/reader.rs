@@ -240,7 +240,7 @@ impl Reader<'_> {
     fn progress(&mut self, mut task: Receiving) -> Result<(), Fatal> {
         if task.is_complete() {
             let failed = task.failed.take();
-            self.conn.push_work(Work::Task(task.into_ready(failed)), false);
+            super::executor::submit(&self.conn, task.into_ready(failed))?;
             return Ok(());
         }
         let max_outstanding = self.conn.params.max_outstanding_r2t;
