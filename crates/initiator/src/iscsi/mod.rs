@@ -2,6 +2,7 @@
 //! many threads at once over one connection; [`Session::discover`] asks a portal for its
 //! targets; [`RawConnection`] sends hand-built PDUs for tests of a target's error handling.
 
+mod driver;
 mod login;
 mod raw;
 mod rx;

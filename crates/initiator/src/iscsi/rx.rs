@@ -1,11 +1,11 @@
-//! The session's reader thread: reads every PDU the target sends and routes it by ITT to the
+//! Handling what the target sends: each PDU is routed by ITT to the
 //! waiting caller (RFC 7143 §11): Data-In straight into the caller's buffer, R2Ts to the caller
 //! that must answer them, status, NOP-In, TMF, Text and Logout responses, and Rejects. It also
 //! tracks ExpStatSN and MaxCmdSN. It never writes to the socket (a target ping is answered from
-//! a short-lived thread), so the two directions cannot deadlock.
+//! a short-lived thread), so the two directions cannot deadlock. Which thread reads is decided in
+//! [`super::driver`].
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use tessera_iscsi::bhs::{RESERVED_TAG, OFF_ITT};
 use tessera_iscsi::pdu::*;
@@ -18,24 +18,18 @@ use super::login::proto;
 use super::session::{Completion, Inner};
 use std::net::TcpStream;
 
-pub(crate) fn run(inner: Arc<Inner>, mut reader: PduReader<TcpStream>) {
-    loop {
-        let inc = match reader.read_header() {
-            Ok(i) => i,
-            Err(e) => {
-                if !matches!(e, ReadError::Closed) && !inner.closed.load(Ordering::Acquire) {
-                    debug!(peer = %inner.peer, error = %e, "session reader stopped");
-                }
-                break;
+/// Reads one PDU and handles it. An error means the connection is unusable.
+pub(crate) fn read_one(inner: &Inner, reader: &mut PduReader<TcpStream>) -> Result<(), TransportError> {
+    let inc = match reader.read_header() {
+        Ok(i) => i,
+        Err(e) => {
+            if !matches!(e, ReadError::Closed) && !inner.closed.load(Ordering::Acquire) {
+                debug!(peer = %inner.peer, error = %e, "session connection failed");
             }
-        };
-        if let Err(e) = handle(&inner, &mut reader, inc) {
-            warn!(peer = %inner.peer, error = %e, "closing session");
-            break;
+            return Err(super::login::read_err(&inner.peer, e));
         }
-    }
-    let _ = inner.socket.shutdown(std::net::Shutdown::Both);
-    inner.fail_all();
+    };
+    handle(inner, reader, inc).inspect_err(|e| warn!(peer = %inner.peer, error = %e, "closing session"))
 }
 
 /// Updates ExpStatSN and the CmdSN window from a target PDU (RFC 7143 §4.2.2.1: MaxCmdSN only

@@ -11,7 +11,6 @@ use std::collections::{HashMap, VecDeque};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tessera_iscsi::bhs::RESERVED_TAG;
@@ -86,6 +85,7 @@ pub(crate) struct Inner {
     next_itt: AtomicU32,
     pub closed: AtomicBool,
     pub socket: TcpStream,
+    pub rx: super::driver::Receiver,
 }
 
 impl Inner {
@@ -106,6 +106,7 @@ impl Inner {
         }
         self.window.lock().expect("window lock poisoned").closed = true;
         self.window_cv.notify_all();
+        self.rx.wake();
     }
 
     fn register(&self, data_in_len: u32, lun: u64) -> (u32, Arc<Slot>) {
@@ -135,11 +136,12 @@ impl Inner {
     fn send_windowed(&self, build: impl Fn(u32, u32) -> Pdu, data: &[&[u8]]) -> Result<u32, TransportError> {
         loop {
             {
-                let mut w = self.window.lock().expect("window lock poisoned");
-                while !w.closed && !sn_le(w.next_cmd_sn, w.max_cmd_sn) {
-                    w = self.window_cv.wait(w).expect("window lock poisoned");
-                }
-                if w.closed {
+                // Waiting for MaxCmdSN to move is waiting for responses: read them meanwhile.
+                self.drive_until(None, || {
+                    let w = self.window.lock().expect("window lock poisoned");
+                    w.closed || sn_le(w.next_cmd_sn, w.max_cmd_sn)
+                })?;
+                if self.window.lock().expect("window lock poisoned").closed {
                     return Err(self.closed_error());
                 }
             }
@@ -177,22 +179,9 @@ impl Inner {
 
     fn wait(&self, slot: &Slot, timeout: Option<Duration>) -> Result<Completion, TransportError> {
         let deadline = timeout.map(|t| Instant::now() + t);
-        let mut s = slot.state.lock().expect("slot lock poisoned");
-        loop {
-            if let Some(done) = s.done.take() {
-                return done;
-            }
-            s = match deadline {
-                None => slot.cv.wait(s).expect("slot lock poisoned"),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return Err(proto(&self.peer, "timed out waiting for the target"));
-                    }
-                    slot.cv.wait_timeout(s, d - now).expect("slot lock poisoned").0
-                }
-            };
-        }
+        self.drive_until(deadline, || slot.state.lock().expect("slot lock poisoned").done.is_some())?;
+        let done = slot.state.lock().expect("slot lock poisoned").done.take();
+        done.unwrap_or_else(|| Err(self.closed_error()))
     }
 }
 
@@ -216,7 +205,6 @@ fn gather<'a>(data: &[&'a [u8]], offset: usize, len: usize) -> Vec<&'a [u8]> {
 /// A logged-in session. Cheap to share by reference across threads.
 pub struct Session {
     inner: Arc<Inner>,
-    reader: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Session {
@@ -248,13 +236,9 @@ impl Session {
             next_itt: AtomicU32::new(1),
             closed: AtomicBool::new(false),
             socket: stream,
+            rx: super::driver::Receiver::new(reader),
         });
-        let rx_inner = inner.clone();
-        let handle = std::thread::Builder::new()
-            .name("iscsi-rx".into())
-            .spawn(move || super::rx::run(rx_inner, reader))
-            .map_err(|e| io_err(&inner.peer, e))?;
-        Ok(Session { inner, reader: Mutex::new(Some(handle)) })
+        Ok(Session { inner })
     }
 
     /// Asks the portal at `addr` for its targets (discovery session, SendTargets=All).
@@ -338,6 +322,7 @@ impl Session {
         if r == TmfResult::FunctionComplete {
             if let Some(s) = target {
                 s.complete(Err(TransportError::Aborted { peer: self.inner.peer.clone() }));
+                self.inner.rx.wake();
             }
         }
         Ok(r)
@@ -351,6 +336,7 @@ impl Session {
             for s in victims {
                 s.complete(Err(TransportError::Aborted { peer: self.inner.peer.clone() }));
             }
+            self.inner.rx.wake();
         }
         Ok(r)
     }
@@ -423,9 +409,8 @@ impl Session {
 
     fn close(&self) {
         let _ = self.inner.socket.shutdown(Shutdown::Both);
-        if let Some(h) = self.reader.lock().expect("reader handle lock").take() {
-            let _ = h.join();
-        }
+        // A thread reading for the session sees the shutdown, fails every slot and wakes all.
+        self.inner.fail_all();
     }
 
     fn execute_inner(&self, req: &ScsiRequest<'_>) -> Result<ScsiResponse, TransportError> {
@@ -473,18 +458,11 @@ impl Session {
             // Unsolicited Data-Out after the immediate data (InitialR2T=No).
             self.send_data_out(lun_field, itt, RESERVED_TAG, req.data_out, immediate, unsolicited as usize - immediate)?;
             loop {
-                let r2t = {
-                    let mut s = slot.state.lock().expect("slot lock poisoned");
-                    loop {
-                        if let Some(r) = s.r2ts.pop_front() {
-                            break Some(r);
-                        }
-                        if s.done.is_some() {
-                            break None;
-                        }
-                        s = slot.cv.wait(s).expect("slot lock poisoned");
-                    }
-                };
+                inner.drive_until(None, || {
+                    let s = slot.state.lock().expect("slot lock poisoned");
+                    !s.r2ts.is_empty() || s.done.is_some()
+                })?;
+                let r2t = slot.state.lock().expect("slot lock poisoned").r2ts.pop_front();
                 let Some(r2t) = r2t else { break };
                 let (off, len) = (r2t.buffer_offset as usize, r2t.desired_data_transfer_length as usize);
                 if off + len > out_len as usize {
