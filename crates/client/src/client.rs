@@ -1,0 +1,276 @@
+//! [`Client`]: the namespace operations. Each resolves its path by a lookup walk from the
+//! root, then sends one request to the server that owns what it touches: entry operations to
+//! the parent directory's home server, inode operations to the inode's (both are the high bits
+//! of the id). Symbolic links are not followed while walking (every call has `lstat`
+//! semantics); an intermediate symlink answers ENOTDIR.
+
+use std::sync::Arc;
+
+use tessera_mds_proto::request::NewInode;
+use tessera_mds_proto::{Attr, DirEntry, FileLayout, FileType, FsError, InodeId, Reply, Request, SetAttrs, StatFs, StripeHint};
+
+use crate::config::ClusterConfig;
+use crate::error::{ClientError, MdsLinkError};
+use crate::file::File;
+use crate::mds_router::{reply_name, MdsRouter};
+use crate::path::{split_parent, steps, Step};
+use crate::pool::OsdPool;
+
+/// Entries asked for per READDIR page (the protocol's maximum).
+const READDIR_PAGE: u32 = tessera_mds_proto::limits::READDIR_ENTRIES_MAX;
+
+/// Striping as `getstripe` reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stripe {
+    /// A directory's default for new files; `None` when it has none of its own.
+    Directory(Option<StripeHint>),
+    /// A file's fixed layout.
+    File(FileLayout),
+}
+
+pub(crate) struct Inner {
+    pub mds: MdsRouter,
+    pub pool: OsdPool,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Inner {
+    /// Sends `request` to the home server of `route` and returns the reply, or the namespace
+    /// refusal labelled with `op` and `path`.
+    pub fn call(&self, route: InodeId, op: &'static str, path: &str, request: Request) -> Result<Reply, ClientError> {
+        self.mds.call_for(route, path, request)?.map_err(|source| ClientError::Fs { op, path: path.to_string(), source })
+    }
+
+    pub fn unexpected(&self, route: InodeId, request: &'static str, reply: &Reply) -> ClientError {
+        ClientError::Mds {
+            server: route.server(),
+            addr: self.mds.addr(route.server()).to_string(),
+            source: MdsLinkError::UnexpectedReply { request, reply: reply_name(reply) },
+        }
+    }
+
+    pub fn attr_of(&self, route: InodeId, op: &'static str, path: &str, request: Request) -> Result<Attr, ClientError> {
+        match self.call(route, op, path, request)? {
+            Reply::Attr(a) => Ok(a),
+            other => Err(self.unexpected(route, op, &other)),
+        }
+    }
+
+    pub fn done(&self, route: InodeId, op: &'static str, path: &str, request: Request) -> Result<(), ClientError> {
+        match self.call(route, op, path, request)? {
+            Reply::Done => Ok(()),
+            other => Err(self.unexpected(route, op, &other)),
+        }
+    }
+
+    /// Walks `path` from the root; every component but the last must be a directory.
+    pub fn resolve(&self, op: &'static str, path: &str) -> Result<Attr, ClientError> {
+        let mut at = self.attr_of(InodeId::ROOT, op, path, Request::GetAttr { ino: InodeId::ROOT })?;
+        for step in steps(path) {
+            if at.file_type != FileType::Directory {
+                return Err(ClientError::Fs { op, path: path.to_string(), source: FsError::NotDir });
+            }
+            let ino = at.ino;
+            at = match step {
+                Step::Name(name) => self.attr_of(ino, op, path, Request::Lookup { parent: ino, name: name.to_string() })?,
+                Step::Parent => self.attr_of(at.parent, op, path, Request::GetAttr { ino: at.parent })?,
+            };
+        }
+        Ok(at)
+    }
+
+    /// The directory that holds `path`'s final name, and that name.
+    pub fn parent_of<'p>(&self, op: &'static str, path: &'p str) -> Result<(Attr, &'p str), ClientError> {
+        let (parent, name) = split_parent(op, path)?;
+        let dir = self.resolve(op, parent)?;
+        if dir.file_type != FileType::Directory {
+            return Err(ClientError::Fs { op, path: path.to_string(), source: FsError::NotDir });
+        }
+        Ok((dir, name))
+    }
+
+    pub fn new_inode(&self, mode: u32) -> NewInode {
+        NewInode { mode: mode & 0o7777, uid: self.uid, gid: self.gid }
+    }
+
+    pub fn layout(&self, ino: InodeId, op: &'static str, path: &str) -> Result<FileLayout, ClientError> {
+        match self.call(ino, op, path, Request::GetLayout { ino })? {
+            Reply::Layout(l) => Ok(l),
+            other => Err(self.unexpected(ino, op, &other)),
+        }
+    }
+}
+
+/// A connection to one Tessera cluster. Cheap to clone; every clone and every [`File`] shares
+/// the metadata connections and the OSD sessions. All methods may be called from many threads.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl Client {
+    /// Checks the configuration and that the root is reachable. OSD sessions log in on first
+    /// use, so a client that only lists directories never opens one.
+    pub fn connect(config: &ClusterConfig) -> Result<Client, ClientError> {
+        Self::connect_as(config, 0, 0)
+    }
+
+    /// Like [`Client::connect`], creating inodes owned by `uid` / `gid` (the MDS trusts the
+    /// client until capabilities exist).
+    pub fn connect_as(config: &ClusterConfig, uid: u32, gid: u32) -> Result<Client, ClientError> {
+        config.validate()?;
+        let inner = Inner { mds: MdsRouter::new(&config.mds), pool: OsdPool::new(config), uid, gid };
+        inner.resolve("connect", "/")?;
+        Ok(Client { inner: Arc::new(inner) })
+    }
+
+    /// Attributes of `path` (symlinks not followed); a file's size comes from its objects.
+    pub fn stat(&self, path: &str) -> Result<Attr, ClientError> {
+        self.inner.resolve("stat", path)
+    }
+
+    pub fn mkdir(&self, path: &str, mode: u32) -> Result<Attr, ClientError> {
+        let (dir, name) = self.inner.parent_of("mkdir", path)?;
+        let request = Request::Mkdir { parent: dir.ino, name: name.to_string(), new: self.inner.new_inode(mode) };
+        self.inner.attr_of(dir.ino, "mkdir", path, request)
+    }
+
+    pub fn rmdir(&self, path: &str) -> Result<(), ClientError> {
+        let (dir, name) = self.inner.parent_of("rmdir", path)?;
+        self.inner.done(dir.ino, "rmdir", path, Request::Rmdir { parent: dir.ino, name: name.to_string() })
+    }
+
+    /// Creates a regular file (EEXIST if the name is taken) and opens it. `stripe` overrides
+    /// the directory's default striping; its objects exist on the OSDs when this returns.
+    pub fn create(&self, path: &str, mode: u32, stripe: Option<StripeHint>) -> Result<File, ClientError> {
+        let (dir, name) = self.inner.parent_of("create", path)?;
+        let request = Request::Create { parent: dir.ino, name: name.to_string(), new: self.inner.new_inode(mode), stripe };
+        match self.inner.call(dir.ino, "create", path, request)? {
+            Reply::Created { attr, layout } => Ok(File::new(self.inner.clone(), path, attr.ino, layout)),
+            other => Err(self.inner.unexpected(dir.ino, "create", &other)),
+        }
+    }
+
+    /// Opens an existing regular file: one lookup walk and one GetLayout; I/O then goes to the
+    /// OSDs only.
+    pub fn open(&self, path: &str) -> Result<File, ClientError> {
+        let attr = self.inner.resolve("open", path)?;
+        match attr.file_type {
+            FileType::Regular => {}
+            FileType::Directory => return Err(ClientError::Fs { op: "open", path: path.to_string(), source: FsError::IsDir }),
+            FileType::Symlink => return Err(ClientError::Fs { op: "open", path: path.to_string(), source: FsError::Invalid }),
+        }
+        let layout = self.inner.layout(attr.ino, "open", path)?;
+        Ok(File::new(self.inner.clone(), path, attr.ino, layout))
+    }
+
+    pub fn unlink(&self, path: &str) -> Result<(), ClientError> {
+        let (dir, name) = self.inner.parent_of("unlink", path)?;
+        self.inner.done(dir.ino, "unlink", path, Request::Unlink { parent: dir.ino, name: name.to_string() })
+    }
+
+    /// Renames `from` to `to`, replacing a file at `to`. Between directories homed on different
+    /// metadata servers the answer is EXDEV (copy and delete instead, as `mv` does).
+    pub fn rename(&self, from: &str, to: &str) -> Result<(), ClientError> {
+        let (src, src_name) = self.inner.parent_of("rename", from)?;
+        let (dst, dst_name) = self.inner.parent_of("rename", to)?;
+        let request =
+            Request::Rename { src_parent: src.ino, src_name: src_name.to_string(), dst_parent: dst.ino, dst_name: dst_name.to_string() };
+        self.inner.done(src.ino, "rename", from, request)
+    }
+
+    /// Makes `link` a symbolic link holding `target` (not checked to exist).
+    pub fn symlink(&self, target: &str, link: &str) -> Result<Attr, ClientError> {
+        let (dir, name) = self.inner.parent_of("symlink", link)?;
+        let request =
+            Request::Symlink { parent: dir.ino, name: name.to_string(), target: target.to_string(), new: self.inner.new_inode(0o777) };
+        self.inner.attr_of(dir.ino, "symlink", link, request)
+    }
+
+    pub fn readlink(&self, path: &str) -> Result<String, ClientError> {
+        let attr = self.inner.resolve("readlink", path)?;
+        match self.inner.call(attr.ino, "readlink", path, Request::ReadLink { ino: attr.ino })? {
+            Reply::Link(target) => Ok(target),
+            other => Err(self.inner.unexpected(attr.ino, "readlink", &other)),
+        }
+    }
+
+    /// Every entry of a directory in name order, with attributes (pages of up to 1024).
+    pub fn readdir(&self, path: &str) -> Result<Vec<DirEntry>, ClientError> {
+        let dir = self.inner.resolve("readdir", path)?;
+        let mut out: Vec<DirEntry> = Vec::new();
+        loop {
+            let after = out.last().map(|e| e.name.clone());
+            let request = Request::ReadDir { dir: dir.ino, after, max_entries: READDIR_PAGE };
+            match self.inner.call(dir.ino, "readdir", path, request)? {
+                Reply::DirPage { entries, more } => {
+                    let progressed = !entries.is_empty();
+                    out.extend(entries);
+                    if !more || !progressed {
+                        return Ok(out);
+                    }
+                }
+                other => return Err(self.inner.unexpected(dir.ino, "readdir", &other)),
+            }
+        }
+    }
+
+    /// Sets the permission bits.
+    pub fn chmod(&self, path: &str, mode: u32) -> Result<Attr, ClientError> {
+        let attr = self.inner.resolve("chmod", path)?;
+        let changes = SetAttrs { mode: Some(mode & 0o7777), ..SetAttrs::default() };
+        self.inner.attr_of(attr.ino, "chmod", path, Request::SetAttr { ino: attr.ino, changes })
+    }
+
+    /// Sets the size of the file at `path` (shrinking, or growing with a hole).
+    pub fn truncate(&self, path: &str, size: u64) -> Result<Attr, ClientError> {
+        let attr = self.inner.resolve("truncate", path)?;
+        self.inner.attr_of(attr.ino, "truncate", path, Request::Truncate { ino: attr.ino, size })
+    }
+
+    /// `lfs setstripe`: on a directory, sets (or with `None` clears) the default striping of
+    /// files later created in it; on a path that does not exist, creates an empty file with
+    /// that striping. An existing file's layout is fixed: EEXIST.
+    pub fn setstripe(&self, path: &str, hint: Option<StripeHint>) -> Result<(), ClientError> {
+        match self.inner.resolve("setstripe", path) {
+            Ok(attr) if attr.file_type == FileType::Directory => {
+                self.inner.done(attr.ino, "setstripe", path, Request::SetDirStripe { dir: attr.ino, hint })
+            }
+            Ok(_) => Err(ClientError::Fs { op: "setstripe", path: path.to_string(), source: FsError::Exists }),
+            Err(e) if e.fs_error() == Some(FsError::NotFound) && hint.is_some() => self.create(path, 0o644, hint).map(drop),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `lfs getstripe`: a directory's default or a file's layout.
+    pub fn getstripe(&self, path: &str) -> Result<Stripe, ClientError> {
+        let attr = self.inner.resolve("getstripe", path)?;
+        match attr.file_type {
+            FileType::Directory => match self.inner.call(attr.ino, "getstripe", path, Request::GetDirStripe { dir: attr.ino })? {
+                Reply::DirStripe(h) => Ok(Stripe::Directory(h)),
+                other => Err(self.inner.unexpected(attr.ino, "getstripe", &other)),
+            },
+            FileType::Regular => Ok(Stripe::File(self.inner.layout(attr.ino, "getstripe", path)?)),
+            FileType::Symlink => Err(ClientError::Fs { op: "getstripe", path: path.to_string(), source: FsError::Invalid }),
+        }
+    }
+
+    /// Inode counts summed over every metadata server.
+    pub fn statfs(&self) -> Result<StatFs, ClientError> {
+        let mut total = StatFs::default();
+        for server in 0..self.inner.mds.server_count() {
+            match self.inner.mds.call(server, "/", Request::StatFs)? {
+                Ok(Reply::StatFs(s)) => {
+                    total.files += s.files;
+                    total.directories += s.directories;
+                    total.symlinks += s.symlinks;
+                    total.pending_removals += s.pending_removals;
+                }
+                Ok(other) => return Err(self.inner.unexpected(InodeId::new(server, 1), "statfs", &other)),
+                Err(source) => return Err(ClientError::Fs { op: "statfs", path: "/".into(), source }),
+            }
+        }
+        Ok(total)
+    }
+}

@@ -1,0 +1,107 @@
+//! [`ClientError`]: what can go wrong in a client call, each variant naming what to look at —
+//! the path and operation for a namespace refusal, the OSD (index and portal) and object for a
+//! storage failure, the metadata server for a metadata transport failure.
+
+use tessera_initiator::osd_client::OsdError;
+use tessera_layout::{DescriptorError, PlanError};
+use tessera_mds_proto::{DecodeError, FsError};
+use thiserror::Error;
+
+use crate::config::ConfigError;
+
+/// Why talking to a metadata server failed below the namespace level.
+#[derive(Debug, Error)]
+pub enum MdsLinkError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("malformed frame: {0}")]
+    Decode(#[from] DecodeError),
+    #[error("answered request {got} while {expected} was outstanding")]
+    Mismatch { expected: u64, got: u64 },
+    #[error("sent a request where a reply was due")]
+    NotAReply,
+    #[error("answered {request} with an unexpected {reply} reply")]
+    UnexpectedReply { request: &'static str, reply: &'static str },
+}
+
+#[derive(Debug, Error)]
+pub enum ClientError {
+    /// The namespace refused the operation (the errno is `source.errno()`).
+    #[error("{op} {path}: {source}")]
+    Fs {
+        op: &'static str,
+        path: String,
+        #[source]
+        source: FsError,
+    },
+    /// A metadata server could not be reached or spoke nonsense.
+    #[error("metadata server {server} ({addr}): {source}")]
+    Mds {
+        server: u32,
+        addr: String,
+        #[source]
+        source: MdsLinkError,
+    },
+    /// An OSD command failed: the OSD by index and portal, and the object it addressed.
+    #[error("OSD {osd_index} ({addr}), object {object_id:#x}: {source}")]
+    Osd {
+        osd_index: u32,
+        addr: String,
+        object_id: u64,
+        /// Boxed: OSD errors carry sense data and would make every client result large.
+        #[source]
+        source: Box<OsdError>,
+    },
+    #[error("cluster configuration: {0}")]
+    Config(#[from] ConfigError),
+    /// A layout or inode names a server or OSD this client's configuration lacks: the
+    /// cluster.toml is out of date with the metadata servers' cluster map.
+    #[error("{path}: refers to {what} {index}, but the cluster configuration has {configured}")]
+    UnknownIndex { path: String, what: &'static str, index: u32, configured: usize },
+    #[error("{path}: invalid extent list: {source}")]
+    Extents {
+        path: String,
+        #[source]
+        source: PlanError,
+    },
+    #[error("{path}: cannot describe one command's extents: {source}")]
+    Descriptor {
+        path: String,
+        #[source]
+        source: DescriptorError,
+    },
+    /// The buffer passed with an extent list does not hold exactly the extents' bytes.
+    #[error("{path}: the extents total {extents_len} bytes but the buffer holds {buffer_len}")]
+    BufferLength { path: String, extents_len: u64, buffer_len: u64 },
+    /// An OSD reported an object length that puts the file past 2^64 bytes.
+    #[error("{path}: the data objects' lengths give a size past 2^64 bytes")]
+    SizeOverflow { path: String },
+    /// The file is larger than this platform's memory can address (read_to_end).
+    #[error("{path}: {size} bytes do not fit in memory on this platform")]
+    TooLarge { path: String, size: u64 },
+}
+
+impl ClientError {
+    /// The errno a POSIX front end (FUSE, the C ABI) reports for this error.
+    pub fn errno(&self) -> i32 {
+        const EIO: i32 = 5;
+        const EINVAL: i32 = 22;
+        const EFBIG: i32 = 27;
+        match self {
+            ClientError::Fs { source, .. } => source.errno(),
+            ClientError::Extents { .. } | ClientError::Descriptor { .. } | ClientError::BufferLength { .. } | ClientError::Config(_) => {
+                EINVAL
+            }
+            ClientError::SizeOverflow { .. } | ClientError::TooLarge { .. } => EFBIG,
+            ClientError::Mds { .. } | ClientError::Osd { .. } | ClientError::UnknownIndex { .. } => EIO,
+        }
+    }
+
+    /// The namespace refusal, when this is one.
+    pub fn fs_error(&self) -> Option<FsError> {
+        match self {
+            ClientError::Fs { source, .. } => Some(*source),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! [`File`]: an open regular file. It holds the layout the metadata server gave at open or
+//! create, so reads and writes go straight to the OSDs with no metadata round trip; only
+//! `stat` and `set_len` talk to the MDS.
+//!
+//! End of file (POSIX): the size is one past the highest byte any data object holds. A read
+//! of a hole returns zeros; a read that reaches past the size returns short. The client learns
+//! the size only when some object reported a read past its end (then it asks every object for
+//! its length, in parallel), so a read wholly inside the file costs one command per OSD.
+
+use std::sync::Arc;
+
+use tessera_layout::Extent;
+use tessera_mds_proto::{Attr, FileLayout, InodeId, Request};
+
+use crate::client::Inner;
+use crate::command_plan::Mode;
+use crate::error::ClientError;
+use crate::objects;
+use crate::striped_io::StripedFile;
+
+/// An open regular file. `Send + Sync`: many threads may read and write through one handle.
+pub struct File {
+    inner: Arc<Inner>,
+    path: String,
+    ino: InodeId,
+    layout: FileLayout,
+    write_through: bool,
+}
+
+impl std::fmt::Debug for File {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("File").field("path", &self.path).field("ino", &self.ino).field("layout", &self.layout).finish()
+    }
+}
+
+impl File {
+    pub(crate) fn new(inner: Arc<Inner>, path: &str, ino: InodeId, layout: FileLayout) -> File {
+        File { inner, path: path.to_string(), ino, layout, write_through: false }
+    }
+
+    pub fn ino(&self) -> InodeId {
+        self.ino
+    }
+
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    pub fn layout(&self) -> &FileLayout {
+        &self.layout
+    }
+
+    /// With `true`, every WRITE carries FUA: it is durable on the OSD before it is acknowledged
+    /// (O_DSYNC). Otherwise an acknowledged write survives an OSD daemon crash but not a power
+    /// loss until [`File::fsync`].
+    pub fn set_write_through(&mut self, on: bool) {
+        self.write_through = on;
+    }
+
+    fn striped(&self) -> StripedFile<'_> {
+        StripedFile { pool: &self.inner.pool, layout: &self.layout, path: &self.path }
+    }
+
+    /// Reads up to `buf.len()` bytes at `offset`; returns how many lie before end of file.
+    /// Bytes of `buf` past that count are zeroed.
+    pub fn pread(&self, offset: u64, buf: &mut [u8]) -> Result<usize, ClientError> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let extent = [Extent { offset, len: buf.len() as u64 }];
+        if !self.striped().read(&extent, buf, Mode::Auto)? {
+            // No object ended inside the range, so its last byte is below the size.
+            return Ok(buf.len());
+        }
+        let size = self.size()?;
+        Ok(size.saturating_sub(offset).min(buf.len() as u64) as usize)
+    }
+
+    /// Writes all of `buf` at `offset` (extending the file if it ends past the size).
+    pub fn pwrite(&self, offset: u64, buf: &[u8]) -> Result<usize, ClientError> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        self.striped().write(&[Extent { offset, len: buf.len() as u64 }], buf, Mode::Auto, self.write_through)?;
+        Ok(buf.len())
+    }
+
+    /// Reads a list of file extents into `buf`, which holds them end to end in the order given
+    /// (the MPI-IO / lio convention); `buf.len()` must equal their total. Each OSD gets one
+    /// command (more only past the transfer cap), described as `mode` allows. Bytes past end
+    /// of file read as zeros.
+    pub fn read_extents(&self, extents: &[Extent], buf: &mut [u8], mode: Mode) -> Result<(), ClientError> {
+        self.striped().read(extents, buf, mode).map(drop)
+    }
+
+    /// Writes `buf` (the extents' bytes end to end) to a list of file extents. Overlapping
+    /// extents resolve as on a plain file: the later one wins.
+    pub fn write_extents(&self, extents: &[Extent], buf: &[u8], mode: Mode) -> Result<(), ClientError> {
+        self.striped().write(extents, buf, mode, self.write_through)
+    }
+
+    /// The whole file.
+    pub fn read_to_end(&self) -> Result<Vec<u8>, ClientError> {
+        let size = self.size()?;
+        let len = usize::try_from(size).map_err(|_| ClientError::TooLarge { path: self.path.clone(), size })?;
+        let mut buf = vec![0u8; len];
+        let n = self.pread(0, &mut buf)?;
+        // Another client may have truncated the file since the size was read.
+        buf.truncate(n);
+        Ok(buf)
+    }
+
+    /// The size, from the data objects' logical lengths read directly off the OSDs.
+    pub fn size(&self) -> Result<u64, ClientError> {
+        objects::file_size(&self.inner.pool, &self.layout, &self.path)
+    }
+
+    /// Attributes from the metadata server (its size also comes from the objects).
+    pub fn stat(&self) -> Result<Attr, ClientError> {
+        self.inner.attr_of(self.ino, "stat", &self.path, Request::GetAttr { ino: self.ino })
+    }
+
+    /// Sets the size: the MDS sets each object's logical length, so bytes past the new size
+    /// are gone and a grown file reads zeros there.
+    pub fn set_len(&self, size: u64) -> Result<(), ClientError> {
+        self.inner.attr_of(self.ino, "truncate", &self.path, Request::Truncate { ino: self.ino, size }).map(drop)
+    }
+
+    /// Alias of [`File::set_len`] under the POSIX name.
+    pub fn truncate(&self, size: u64) -> Result<(), ClientError> {
+        self.set_len(size)
+    }
+
+    /// FLUSH on every data object, in parallel: every write acknowledged before this call is
+    /// durable when it returns. Metadata operations are durable at the MDS when answered
+    /// (SQLite synchronous=FULL), so nothing else needs flushing.
+    pub fn fsync(&self) -> Result<(), ClientError> {
+        objects::flush_all(&self.inner.pool, &self.layout, &self.path)
+    }
+}

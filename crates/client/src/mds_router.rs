@@ -1,0 +1,129 @@
+//! Talking to the metadata servers: [`MdsRouter`] sends each request to the server that owns
+//! what it touches (docs/metadata.md) — entry operations to the directory's home server,
+//! inode operations to the inode's — which is the top bits of the inode id, so routing needs no
+//! lookup table and no round trip.
+//!
+//! A server answers one request at a time per connection, so the router keeps a small stack of
+//! idle connections per server: a thread takes one (or opens a new one), calls, and gives it
+//! back. Concurrent threads therefore never queue behind each other's metadata calls. A
+//! connection that fails at the transport level is dropped, not returned; the request is not
+//! retried, because a create or rename may have taken effect before the failure.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tessera_mds_proto::{encode_frame, frame_body_len, Frame, FsError, InodeId, Message, Reply, Request, FRAME_HEADER_LEN};
+
+use crate::config::MdsEntry;
+use crate::error::{ClientError, MdsLinkError};
+
+/// How long one metadata request may take before the connection is given up. Generous: a
+/// create waits for CREATE on every OSD of the stripe.
+pub const MDS_TIMEOUT: Duration = Duration::from_secs(60);
+/// Idle connections kept per server; more concurrent callers open (and then close) extra ones.
+const IDLE_MAX: usize = 8;
+
+/// One blocking connection: frames over TCP, one request at a time.
+struct MdsLink {
+    stream: TcpStream,
+    next_id: u64,
+}
+
+impl MdsLink {
+    fn connect(addr: &str) -> io::Result<MdsLink> {
+        let stream = TcpStream::connect(addr)?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(MDS_TIMEOUT))?;
+        Ok(MdsLink { stream, next_id: 1 })
+    }
+
+    fn call(&mut self, request: Request) -> Result<Result<Reply, FsError>, MdsLinkError> {
+        let request_id = self.next_id;
+        self.next_id += 1;
+        self.stream.write_all(&encode_frame(&Frame { request_id, message: Message::Request(request) }))?;
+        let mut header = [0u8; FRAME_HEADER_LEN];
+        self.stream.read_exact(&mut header)?;
+        // Checked before allocating, so a hostile length costs nothing.
+        let mut body = vec![0u8; frame_body_len(header)?];
+        self.stream.read_exact(&mut body)?;
+        let frame = Frame::decode_body(&body)?;
+        if frame.request_id != request_id {
+            return Err(MdsLinkError::Mismatch { expected: request_id, got: frame.request_id });
+        }
+        match frame.message {
+            Message::Reply(r) => Ok(r),
+            Message::Request(_) => Err(MdsLinkError::NotAReply),
+        }
+    }
+}
+
+struct Server {
+    addr: String,
+    idle: Mutex<Vec<MdsLink>>,
+}
+
+/// Connections to every metadata server, routed by inode id.
+pub struct MdsRouter {
+    servers: Vec<Server>,
+}
+
+impl MdsRouter {
+    /// Prepares the router; connections open on first use.
+    pub fn new(entries: &[MdsEntry]) -> MdsRouter {
+        MdsRouter { servers: entries.iter().map(|e| Server { addr: e.addr.clone(), idle: Mutex::new(Vec::new()) }).collect() }
+    }
+
+    pub fn server_count(&self) -> u32 {
+        self.servers.len() as u32
+    }
+
+    /// Sends `request` to the home server of `ino` (the directory for entry operations, the
+    /// inode itself otherwise). `path` only labels errors.
+    pub fn call_for(&self, ino: InodeId, path: &str, request: Request) -> Result<Result<Reply, FsError>, ClientError> {
+        self.call(ino.server(), path, request)
+    }
+
+    /// Sends `request` to server `index`.
+    pub fn call(&self, index: u32, path: &str, request: Request) -> Result<Result<Reply, FsError>, ClientError> {
+        let server = self.servers.get(index as usize).ok_or_else(|| ClientError::UnknownIndex {
+            path: path.to_string(),
+            what: "metadata server",
+            index,
+            configured: self.servers.len(),
+        })?;
+        let link_error = |source: MdsLinkError| ClientError::Mds { server: index, addr: server.addr.clone(), source };
+        let pooled = server.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut link = match pooled {
+            Some(link) => link,
+            None => MdsLink::connect(&server.addr).map_err(|e| link_error(e.into()))?,
+        };
+        let result = link.call(request).map_err(link_error)?;
+        let mut idle = server.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < IDLE_MAX {
+            idle.push(link);
+        }
+        Ok(result)
+    }
+
+    /// The address of server `index`, for messages.
+    pub fn addr(&self, index: u32) -> &str {
+        self.servers.get(index as usize).map_or("?", |s| s.addr.as_str())
+    }
+}
+
+/// The name of a reply variant, for [`MdsLinkError::UnexpectedReply`].
+pub fn reply_name(reply: &Reply) -> &'static str {
+    match reply {
+        Reply::Done => "Done",
+        Reply::Attr(_) => "Attr",
+        Reply::Created { .. } => "Created",
+        Reply::Link(_) => "Link",
+        Reply::DirPage { .. } => "DirPage",
+        Reply::Layout(_) => "Layout",
+        Reply::DirStripe(_) => "DirStripe",
+        Reply::StatFs(_) => "StatFs",
+        Reply::ClusterMap(_) => "ClusterMap",
+    }
+}

@@ -1,0 +1,58 @@
+//! Per-object commands over a whole file, one thread per object: FLUSH (fsync) and GET
+//! ATTRIBUTES of the logical length (the file size, without a metadata round trip).
+
+use std::sync::Mutex;
+
+use tessera_initiator::osd_client::OsdError;
+use tessera_mds_proto::FileLayout;
+use tessera_osd_proto::pages::{value_u64, USER_OBJECT_LOGICAL_LENGTH};
+use tessera_osd_proto::{FlushScope, ServiceAction};
+use tessera_types::ObjectAddr;
+
+use crate::error::ClientError;
+use crate::pool::{Lease, OsdPool};
+
+/// Runs `op` on every object of `layout` at once; results are in slot order.
+fn each_object<R: Send>(
+    pool: &OsdPool,
+    layout: &FileLayout,
+    path: &str,
+    op: impl Fn(&Lease, ObjectAddr) -> Result<R, OsdError> + Sync,
+) -> Result<Vec<R>, ClientError> {
+    let addrs = layout.objects.iter().map(|o| pool.object_addr(o.osd, o.object_id, path)).collect::<Result<Vec<_>, _>>()?;
+    let results: Mutex<Vec<Option<Result<R, ClientError>>>> = Mutex::new((0..layout.objects.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for (slot, (object, &addr)) in layout.objects.iter().zip(&addrs).enumerate() {
+            let (op, results) = (&op, &results);
+            scope.spawn(move || {
+                let result = pool
+                    .lease(object.osd, object.object_id, path)
+                    .and_then(|lease| op(&lease, addr).map_err(|e| pool.fail(&lease, object.object_id, e)));
+                results.lock().unwrap_or_else(|p| p.into_inner())[slot] = Some(result);
+            });
+        }
+    });
+    // Each slot's thread stored its result before the scope ended.
+    results.into_inner().unwrap_or_else(|p| p.into_inner()).into_iter().map(|r| r.expect("every object answered")).collect()
+}
+
+/// FLUSH (data and attributes) on every object: afterwards every acknowledged WRITE is durable.
+pub fn flush_all(pool: &OsdPool, layout: &FileLayout, path: &str) -> Result<(), ClientError> {
+    each_object(pool, layout, path, |lease, addr| lease.conn.flush(addr, FlushScope::DataAndAttributes)).map(drop)
+}
+
+/// Every object's logical length, in slot order.
+pub fn lengths(pool: &OsdPool, layout: &FileLayout, path: &str) -> Result<Vec<u64>, ClientError> {
+    each_object(pool, layout, path, |lease, addr| {
+        let attrs = lease.conn.get_attributes(addr, &[USER_OBJECT_LOGICAL_LENGTH])?;
+        attrs.iter().find(|a| a.id == USER_OBJECT_LOGICAL_LENGTH).and_then(|a| a.value.as_deref()).and_then(value_u64).ok_or_else(|| {
+            OsdError::Missing { peer: lease.conn.peer(), service_action: ServiceAction::GetAttributes, what: "the logical length" }
+        })
+    })
+}
+
+/// The file size the objects' lengths imply.
+pub fn file_size(pool: &OsdPool, layout: &FileLayout, path: &str) -> Result<u64, ClientError> {
+    let lengths = lengths(pool, layout, path)?;
+    layout.stripe.file_size(&lengths).ok_or_else(|| ClientError::SizeOverflow { path: path.to_string() })
+}

@@ -1,0 +1,54 @@
+//! Path syntax: `/`-separated names from the root. Empty components and `.` are skipped, `..`
+//! goes to the parent (the root is its own parent). Relative paths are taken from the root:
+//! the library has no working directory.
+
+use tessera_mds_proto::limits::NAME_LEN_MAX;
+use tessera_mds_proto::FsError;
+
+use crate::error::ClientError;
+
+/// One step of a walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step<'a> {
+    Name(&'a str),
+    Parent,
+}
+
+/// The steps of `path` from the root.
+pub fn steps(path: &str) -> impl Iterator<Item = Step<'_>> {
+    path.split('/').filter(|c| !c.is_empty() && *c != ".").map(|c| if c == ".." { Step::Parent } else { Step::Name(c) })
+}
+
+/// Splits `path` into (parent path, final name) for an operation that makes or removes an
+/// entry. The final component must be a real name: `/`, `.` and `..` are refused with EINVAL.
+pub fn split_parent<'a>(op: &'static str, path: &'a str) -> Result<(&'a str, &'a str), ClientError> {
+    let trimmed = path.trim_end_matches('/');
+    let (parent, name) = match trimmed.rfind('/') {
+        Some(i) => (&trimmed[..i], &trimmed[i + 1..]),
+        None => ("", trimmed),
+    };
+    if name.is_empty() || name == "." || name == ".." {
+        return Err(ClientError::Fs { op, path: path.to_string(), source: FsError::Invalid });
+    }
+    if name.len() > NAME_LEN_MAX {
+        return Err(ClientError::Fs { op, path: path.to_string(), source: FsError::NameTooLong });
+    }
+    Ok((parent, name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_and_split() {
+        assert_eq!(steps("/a//./b/../c/").collect::<Vec<_>>(), vec![Step::Name("a"), Step::Name("b"), Step::Parent, Step::Name("c")]);
+        assert_eq!(steps("/").count(), 0);
+        assert_eq!(split_parent("mkdir", "/a/b/").unwrap(), ("/a", "b"));
+        assert_eq!(split_parent("mkdir", "top").unwrap(), ("", "top"));
+        assert_eq!(split_parent("mkdir", "/").unwrap_err().fs_error(), Some(FsError::Invalid));
+        assert_eq!(split_parent("mkdir", "/a/..").unwrap_err().fs_error(), Some(FsError::Invalid));
+        let long = format!("/{}", "x".repeat(NAME_LEN_MAX + 1));
+        assert_eq!(split_parent("create", &long).unwrap_err().fs_error(), Some(FsError::NameTooLong));
+    }
+}

@@ -1,0 +1,127 @@
+//! [`OsdPool`]: a few iSCSI sessions per OSD, logged in on first use.
+//!
+//! One session already keeps many commands in flight, but they share one TCP connection and
+//! the target executes one connection's commands in CmdSN order (docs/architecture.md). Several
+//! sessions per OSD let the pipelined chunks of one large transfer, and concurrent callers,
+//! execute on the target in parallel. Callers take sessions round robin.
+//!
+//! A session that fails at the transport level (connection reset, target restarted) is
+//! discarded; the next caller logs in again. The failed command itself is reported, not
+//! retried: a WRITE may or may not have executed.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tessera_initiator::iscsi::{Session, SessionConfig};
+use tessera_initiator::osd_client::{OsdClient, OsdError};
+use tessera_types::ObjectAddr;
+
+use crate::config::{ClusterConfig, OsdEntry};
+use crate::error::ClientError;
+
+pub type OsdConn = OsdClient<Session>;
+
+/// How many times the negotiated MaxBurstLength one command may carry: the initiator moves a
+/// larger command as several bursts (R2T sequences) anyway, so a few bursts per command keep
+/// the per-command cost low without one command monopolising a connection.
+const BURSTS_PER_COMMAND: u64 = 4;
+
+struct Osd {
+    entry: OsdEntry,
+    sessions: Vec<Mutex<Option<Arc<OsdConn>>>>,
+    next: AtomicUsize,
+}
+
+/// One handle on one OSD session, with what a caller needs to build commands and errors.
+pub struct Lease {
+    pub conn: Arc<OsdConn>,
+    osd_index: u32,
+    slot: usize,
+}
+
+pub struct OsdPool {
+    osds: Vec<Osd>,
+    initiator_name: String,
+    max_transfer_bytes: u64,
+}
+
+impl OsdPool {
+    pub fn new(config: &ClusterConfig) -> OsdPool {
+        let osds = config
+            .osds
+            .iter()
+            .map(|entry| Osd {
+                entry: entry.clone(),
+                sessions: (0..config.sessions_per_osd).map(|_| Mutex::new(None)).collect(),
+                next: AtomicUsize::new(0),
+            })
+            .collect();
+        OsdPool { osds, initiator_name: config.initiator_name.clone(), max_transfer_bytes: config.max_transfer_bytes }
+    }
+
+    pub fn osd_count(&self) -> usize {
+        self.osds.len()
+    }
+
+    fn osd(&self, osd_index: u32, path: &str) -> Result<&Osd, ClientError> {
+        self.osds.get(osd_index as usize).ok_or_else(|| ClientError::UnknownIndex {
+            path: path.to_string(),
+            what: "OSD",
+            index: osd_index,
+            configured: self.osds.len(),
+        })
+    }
+
+    /// The object address of `object_id` in OSD `osd_index`'s data partition.
+    pub fn object_addr(&self, osd_index: u32, object_id: u64, path: &str) -> Result<ObjectAddr, ClientError> {
+        Ok(ObjectAddr::new(self.osd(osd_index, path)?.entry.partition_id, object_id))
+    }
+
+    /// The next session of OSD `osd_index` in round-robin order, logging in if needed.
+    /// `object_id` is the object the caller is about to address, named if login fails.
+    pub fn lease(&self, osd_index: u32, object_id: u64, path: &str) -> Result<Lease, ClientError> {
+        let osd = self.osd(osd_index, path)?;
+        let slot = osd.next.fetch_add(1, Ordering::Relaxed) % osd.sessions.len();
+        let mut guard = osd.sessions[slot].lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(conn) = guard.as_ref() {
+            return Ok(Lease { conn: conn.clone(), osd_index, slot });
+        }
+        let config = SessionConfig::new(&self.initiator_name, &osd.entry.target);
+        let session = Session::login(osd.entry.addr.as_str(), config).map_err(|e| ClientError::Osd {
+            osd_index,
+            addr: osd.entry.addr.clone(),
+            object_id,
+            source: Box::new(OsdError::Transport(e)),
+        })?;
+        let conn = Arc::new(OsdClient::new(session, osd.entry.lun));
+        *guard = Some(conn.clone());
+        Ok(Lease { conn, osd_index, slot })
+    }
+
+    /// Turns a failed command into a [`ClientError::Osd`]; a transport failure also retires
+    /// the session so the next caller logs in afresh.
+    pub fn fail(&self, lease: &Lease, object_id: u64, source: OsdError) -> ClientError {
+        let osd = &self.osds[lease.osd_index as usize];
+        if matches!(source, OsdError::Transport(_)) {
+            let mut guard = osd.sessions[lease.slot].lock().unwrap_or_else(|p| p.into_inner());
+            // Only retire the session this lease used; another thread may have replaced it.
+            if guard.as_ref().is_some_and(|c| Arc::ptr_eq(c, &lease.conn)) {
+                *guard = None;
+            }
+        }
+        ClientError::Osd { osd_index: lease.osd_index, addr: osd.entry.addr.clone(), object_id, source: Box::new(source) }
+    }
+
+    /// Largest data transfer of one command to this OSD: the configured cap, further bounded
+    /// by a few negotiated bursts of the leased session.
+    pub fn max_transfer(&self, lease: &Lease) -> u64 {
+        let burst = lease.conn.transport().negotiated().max_burst_len as u64;
+        let by_burst = burst.saturating_mul(BURSTS_PER_COMMAND).max(burst);
+        self.max_transfer_bytes.min(by_burst).max(1)
+    }
+
+    /// The configured cap alone (for planning before any session exists).
+    pub fn max_transfer_bytes(&self) -> u64 {
+        self.max_transfer_bytes
+    }
+}

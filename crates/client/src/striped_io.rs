@@ -1,0 +1,223 @@
+//! Striped reads and writes: a file-level extent list over a caller's buffer becomes one command
+//! list per slot ([`crate::command_plan`]), every slot runs on its own thread so all OSDs work
+//! at once, and within a slot up to [`PIPELINE_DEPTH`] commands are in flight over the OSD's
+//! sessions. Reads scatter each reply into the caller's buffer; writes send the caller's bytes.
+//!
+//! Write gather: `OsdClient::write_layout` takes one contiguous `&[u8]` per command. When a
+//! command's bytes are one run of the caller's buffer (always for a contiguous request) that
+//! slice goes out as is; only when they are several non-adjacent runs (a strided or list
+//! request) are they copied into one buffer first. A gather list per command in the OSD client
+//! would remove that copy (the session below already sends gather lists).
+//!
+//! Read scatter: the OSD client returns each reply in its own `Vec`, which is copied into the
+//! caller's runs; a scatter list in the client would let the session write Data-In in place.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use tessera_layout::{plan, Extent, PerOsdPlan};
+use tessera_mds_proto::FileLayout;
+use tessera_types::ObjectAddr;
+
+use crate::command_plan::{buffer_runs, piece_starts, slot_commands, Mode, SlotCommand};
+use crate::error::ClientError;
+use crate::pool::{Lease, OsdPool};
+
+/// Commands in flight per slot. Each slot has its own thread, so a stripe over C objects keeps
+/// up to C * PIPELINE_DEPTH commands in flight.
+pub const PIPELINE_DEPTH: usize = 4;
+
+/// What one I/O call works on.
+pub struct StripedFile<'a> {
+    pub pool: &'a OsdPool,
+    pub layout: &'a FileLayout,
+    /// For error messages.
+    pub path: &'a str,
+}
+
+/// One slot's commands and where its object is.
+struct SlotWork<J> {
+    osd: u32,
+    object_id: u64,
+    addr: ObjectAddr,
+    jobs: Vec<J>,
+}
+
+impl StripedFile<'_> {
+    /// Plans `extents` and builds each slot's commands with `make(slot plan, piece starts, command)`.
+    fn slot_work<J>(
+        &self,
+        extents: &[Extent],
+        mode: Mode,
+        mut make: impl FnMut(&PerOsdPlan, &[u64], SlotCommand) -> J,
+    ) -> Result<Vec<SlotWork<J>>, ClientError> {
+        let plans = plan(&self.layout.stripe, extents).map_err(|source| ClientError::Extents { path: self.path.to_string(), source })?;
+        let mut out = Vec::with_capacity(plans.len());
+        for p in &plans {
+            let object = self.layout.objects[p.slot as usize];
+            let addr = self.pool.object_addr(object.osd, object.object_id, self.path)?;
+            // Leasing here also logs in, so the negotiated burst bounds the split.
+            let lease = self.pool.lease(object.osd, object.object_id, self.path)?;
+            let max = self.pool.max_transfer(&lease);
+            let cmds = slot_commands(p, mode, max).map_err(|source| ClientError::Descriptor { path: self.path.to_string(), source })?;
+            let starts = piece_starts(&p.pieces);
+            let jobs = cmds.into_iter().map(|c| make(p, &starts, c)).collect();
+            out.push(SlotWork { osd: object.osd, object_id: object.object_id, addr, jobs });
+        }
+        Ok(out)
+    }
+
+    /// Writes `buf` (the extents' bytes end to end) to the extents. `fua` makes each WRITE
+    /// durable before it is acknowledged.
+    pub fn write(&self, extents: &[Extent], buf: &[u8], mode: Mode, fua: bool) -> Result<(), ClientError> {
+        self.check_len(extents, buf.len())?;
+        let work = self.slot_work(extents, mode, |p, starts, cmd| {
+            let runs = buffer_runs(&p.pieces, starts, cmd.stream_start, cmd.len);
+            let data: Cow<'_, [u8]> = match runs.as_slice() {
+                [(at, len)] => Cow::Borrowed(&buf[*at as usize..(*at + *len) as usize]),
+                _ => Cow::Owned(runs.iter().flat_map(|&(at, len)| &buf[at as usize..(at + len) as usize]).copied().collect()),
+            };
+            (cmd, data)
+        })?;
+        self.run(work, |lease, addr, (cmd, data)| {
+            debug_assert_eq!(data.len() as u64, cmd.len);
+            lease.conn.write_layout(addr, cmd.offset, &data, cmd.layout, fua)
+        })
+    }
+
+    /// Reads the extents into `buf`. Bytes past an object's end come back as zeros; the result
+    /// says whether any command reached past an object's end, in which case the caller must
+    /// learn the file size to tell a hole from end of file.
+    pub fn read(&self, extents: &[Extent], buf: &mut [u8], mode: Mode) -> Result<bool, ClientError> {
+        self.check_len(extents, buf.len())?;
+        // Plan first with run lists, then hand each command its disjoint slices of `buf`.
+        let work = self.slot_work(extents, mode, |p, starts, cmd| {
+            let runs = buffer_runs(&p.pieces, starts, cmd.stream_start, cmd.len);
+            (cmd, runs)
+        })?;
+        let mut dests = split_runs(buf, &work);
+        let work: Vec<SlotWork<ReadJob<'_>>> = work
+            .into_iter()
+            .enumerate()
+            .map(|(s, w)| SlotWork {
+                osd: w.osd,
+                object_id: w.object_id,
+                addr: w.addr,
+                jobs: w.jobs.into_iter().enumerate().map(|(c, (cmd, _))| (cmd, std::mem::take(&mut dests[s][c]))).collect(),
+            })
+            .collect();
+        let past_end = AtomicBool::new(false);
+        self.run(work, |lease, addr, (cmd, mut dest)| {
+            let result = lease.conn.read_layout(addr, cmd.offset, cmd.len, cmd.layout)?;
+            if result.past_end || (result.data.len() as u64) < cmd.len {
+                past_end.store(true, Ordering::Relaxed);
+            }
+            scatter(&result.data, &mut dest);
+            Ok(())
+        })?;
+        Ok(past_end.into_inner())
+    }
+
+    fn check_len(&self, extents: &[Extent], buffer_len: usize) -> Result<(), ClientError> {
+        let total = extents.iter().try_fold(0u64, |a, e| a.checked_add(e.len));
+        match total {
+            Some(t) if t == buffer_len as u64 => Ok(()),
+            Some(t) => Err(ClientError::BufferLength { path: self.path.to_string(), extents_len: t, buffer_len: buffer_len as u64 }),
+            None => Err(ClientError::Extents { path: self.path.to_string(), source: tessera_layout::PlanError::TotalOverflow }),
+        }
+    }
+
+    /// Runs every slot on its own thread, each with up to PIPELINE_DEPTH workers pulling its
+    /// commands in order. The first error is returned; the other slots still finish their
+    /// commands in flight (none are cancelled half way).
+    fn run<J: Send>(
+        &self,
+        work: Vec<SlotWork<J>>,
+        op: impl Fn(&Lease, ObjectAddr, J) -> Result<(), tessera_initiator::osd_client::OsdError> + Sync,
+    ) -> Result<(), ClientError> {
+        let failed = AtomicBool::new(false);
+        let first_error: Mutex<Option<ClientError>> = Mutex::new(None);
+        let record = |e: ClientError| {
+            failed.store(true, Ordering::Relaxed);
+            first_error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+        };
+        std::thread::scope(|scope| {
+            for slot in work {
+                let (op, record, failed) = (&op, &record, &failed);
+                scope.spawn(move || {
+                    let workers = slot.jobs.len().min(PIPELINE_DEPTH);
+                    let queue = Mutex::new(slot.jobs.into_iter());
+                    std::thread::scope(|inner| {
+                        for _ in 0..workers {
+                            let queue = &queue;
+                            inner.spawn(move || {
+                                let lease = match self.pool.lease(slot.osd, slot.object_id, self.path) {
+                                    Ok(l) => l,
+                                    Err(e) => return record(e),
+                                };
+                                while !failed.load(Ordering::Relaxed) {
+                                    let Some(job) = queue.lock().unwrap_or_else(|p| p.into_inner()).next() else { return };
+                                    if let Err(e) = op(&lease, slot.addr, job) {
+                                        return record(self.pool.fail(&lease, slot.object_id, e));
+                                    }
+                                }
+                            });
+                        }
+                    });
+                });
+            }
+        });
+        match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// (buffer offset, length) runs of one command, in stream order.
+type Runs = Vec<(u64, u64)>;
+/// One command's destination slices of the caller's buffer.
+type Dests<'b> = Vec<&'b mut [u8]>;
+type ReadJob<'b> = (SlotCommand, Dests<'b>);
+
+/// Splits `buf` into the runs of every command: `out[slot][command]` is that command's
+/// destination slices in stream order. Every buffer byte belongs to exactly one piece, so the
+/// runs tile the buffer and the slices are disjoint by construction.
+fn split_runs<'b, J>(buf: &'b mut [u8], work: &[SlotWork<(J, Runs)>]) -> Vec<Vec<Dests<'b>>> {
+    let mut all: Vec<(u64, u64, usize, usize, usize)> = Vec::new(); // (offset, len, slot, command, run)
+    for (s, w) in work.iter().enumerate() {
+        for (c, (_, runs)) in w.jobs.iter().enumerate() {
+            for (r, &(at, len)) in runs.iter().enumerate() {
+                all.push((at, len, s, c, r));
+            }
+        }
+    }
+    all.sort_unstable();
+    let mut out: Vec<Vec<Vec<Option<&'b mut [u8]>>>> =
+        work.iter().map(|w| w.jobs.iter().map(|(_, runs)| (0..runs.len()).map(|_| None).collect()).collect()).collect();
+    let mut rest = buf;
+    let mut at = 0u64;
+    for (offset, len, s, c, r) in all {
+        assert_eq!(offset, at, "buffer runs must tile the buffer");
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(len as usize);
+        out[s][c][r] = Some(head);
+        rest = tail;
+        at += len;
+    }
+    assert!(rest.is_empty(), "buffer runs must cover the buffer");
+    // Every run was filled just above.
+    out.into_iter().map(|s| s.into_iter().map(|c| c.into_iter().map(|r| r.expect("run filled")).collect()).collect()).collect()
+}
+
+/// Copies `data` across `dest` in order; whatever `data` does not reach is zeroed (a
+/// contiguous READ past the object's end returns fewer bytes).
+fn scatter(data: &[u8], dest: &mut [&mut [u8]]) {
+    let mut from = data;
+    for d in dest.iter_mut() {
+        let n = from.len().min(d.len());
+        d[..n].copy_from_slice(&from[..n]);
+        d[n..].fill(0);
+        from = &from[n..];
+    }
+}

@@ -1,0 +1,138 @@
+//! Goal: the namespace operations work over two metadata servers, refusals surface as typed
+//! errors with the path, and OSD failures name the OSD. Method: two MDSs and two OSDs on
+//! loopback; names are chosen so directories land on both servers.
+
+mod common;
+
+use common::*;
+use tessera_client::{Client, ClientError, ClusterConfig, FileType, FsError, Stripe, StripeHint};
+
+fn fs_err<T: std::fmt::Debug>(r: Result<T, ClientError>) -> FsError {
+    match r {
+        Err(ClientError::Fs { source, .. }) => source,
+        other => panic!("expected a namespace error, got {other:?}"),
+    }
+}
+
+#[test]
+fn namespace_over_two_servers() {
+    let cluster = start(2, 2);
+    let c = cluster.client();
+
+    // Enough directories that both servers home some (placement hashes parent and name).
+    for i in 0..8 {
+        c.mkdir(&format!("/d{i}"), 0o755).unwrap();
+    }
+    let homes: Vec<u32> = (0..8).map(|i| c.stat(&format!("/d{i}")).unwrap().ino.server()).collect();
+    assert!(homes.contains(&0) && homes.contains(&1), "{homes:?}");
+    let far = (0..8).find(|&i| homes[i] == 1).unwrap();
+    let near = (0..8).find(|&i| homes[i] == 0).unwrap();
+
+    // Files inside a remote directory, nested directories, readdir.
+    let dir = format!("/d{far}");
+    c.mkdir(&format!("{dir}/sub"), 0o700).unwrap();
+    let f = c.create(&format!("{dir}/file"), 0o640, None).unwrap();
+    f.pwrite(0, b"hello").unwrap();
+    assert_eq!(c.stat(&format!("{dir}/file")).unwrap().size, 5);
+    assert_eq!(c.stat(&format!("{dir}/sub/..")).unwrap().ino, c.stat(&dir).unwrap().ino);
+    let names: Vec<String> = c.readdir(&dir).unwrap().into_iter().map(|e| e.name).collect();
+    assert_eq!(names, vec!["file".to_string(), "sub".to_string()]);
+    assert_eq!(c.readdir("/").unwrap().len(), 8);
+
+    // Typed refusals.
+    assert_eq!(fs_err(c.stat("/missing")), FsError::NotFound);
+    assert_eq!(fs_err(c.open(&format!("{dir}/nope"))), FsError::NotFound);
+    assert_eq!(fs_err(c.mkdir(&dir, 0o755)), FsError::Exists);
+    assert_eq!(fs_err(c.create(&format!("{dir}/file"), 0o644, None)), FsError::Exists);
+    assert_eq!(fs_err(c.rmdir(&dir)), FsError::NotEmpty);
+    assert_eq!(fs_err(c.mkdir(&format!("{dir}/file/x"), 0o755)), FsError::NotDir);
+    assert_eq!(fs_err(c.stat(&format!("{dir}/file/x"))), FsError::NotDir);
+    assert_eq!(fs_err(c.open(&dir)), FsError::IsDir);
+    let err = c.rmdir(&dir).unwrap_err();
+    assert_eq!(err.errno(), 39);
+    assert!(err.to_string().contains(&dir), "{err}");
+
+    // Rename within a server, and EXDEV across servers.
+    c.rename(&format!("{dir}/file"), &format!("{dir}/renamed")).unwrap();
+    assert_eq!(c.open(&format!("{dir}/renamed")).unwrap().read_to_end().unwrap(), b"hello");
+    assert_eq!(fs_err(c.rename(&format!("{dir}/renamed"), &format!("/d{near}/x"))), FsError::CrossServer);
+
+    // Symlinks, chmod.
+    c.symlink("/some/where", "/link").unwrap();
+    assert_eq!(c.readlink("/link").unwrap(), "/some/where");
+    assert_eq!(c.stat("/link").unwrap().file_type, FileType::Symlink);
+    assert_eq!(c.chmod(&format!("{dir}/renamed"), 0o600).unwrap().mode, 0o600);
+
+    // Striping on a directory is inherited; on a new path it creates the file.
+    let h = StripeHint { stripe_unit: 8192, stripe_count: 1, start_osd: Some(1) };
+    c.setstripe(&format!("/d{near}"), Some(h)).unwrap();
+    assert_eq!(c.getstripe(&format!("/d{near}")).unwrap(), Stripe::Directory(Some(h)));
+    let g = c.create(&format!("/d{near}/inherits"), 0o644, None).unwrap();
+    assert_eq!((g.layout().stripe.stripe_unit(), g.layout().objects[0].osd), (8192, 1));
+    c.setstripe("/striped", hint(4096, 2)).unwrap();
+    match c.getstripe("/striped").unwrap() {
+        Stripe::File(l) => assert_eq!((l.stripe.stripe_unit(), l.stripe.stripe_count()), (4096, 2)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(fs_err(c.setstripe("/striped", hint(4096, 1))), FsError::Exists);
+
+    // Truncate by path, fsync, unlink, rmdir.
+    c.truncate(&format!("{dir}/renamed"), 2).unwrap();
+    let r = c.open(&format!("{dir}/renamed")).unwrap();
+    assert_eq!(r.read_to_end().unwrap(), b"he");
+    r.fsync().unwrap();
+    c.unlink(&format!("{dir}/renamed")).unwrap();
+    c.rmdir(&format!("{dir}/sub")).unwrap();
+    c.rmdir(&dir).unwrap();
+    assert_eq!(fs_err(c.stat(&dir)), FsError::NotFound);
+    let totals = c.statfs().unwrap();
+    assert_eq!(totals.symlinks, 1);
+    assert_eq!(totals.directories, 7 + 1, "seven left plus the root");
+}
+
+/// Goal: a failing OSD is named in the error (index, portal, object). Method: a second client
+/// whose configuration points OSD 1 at a port nobody listens on.
+#[test]
+fn osd_failure_names_the_osd() {
+    let cluster = start(2, 1);
+    let good = cluster.client();
+    let f = good.create("/f", 0o644, hint(4096, 2)).unwrap();
+    f.pwrite(0, &[1u8; 8192]).unwrap();
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_addr = closed.local_addr().unwrap().to_string();
+    drop(closed);
+    let mut config: ClusterConfig = cluster.config.clone();
+    config.osds[1].addr = dead_addr.clone();
+    let bad = Client::connect(&config).unwrap();
+    let object = f.layout().objects.iter().find(|o| o.osd == 1).unwrap().object_id;
+    let err = bad.open("/f").unwrap().pwrite(0, &[2u8; 8192]).unwrap_err();
+    match &err {
+        ClientError::Osd { osd_index, addr, object_id, .. } => {
+            assert_eq!((*osd_index, addr.as_str(), *object_id), (1, dead_addr.as_str(), object))
+        }
+        other => panic!("expected an OSD error, got {other}"),
+    }
+    assert!(err.to_string().contains(&dead_addr), "{err}");
+    assert_eq!(err.errno(), 5);
+
+    // A wrong target name is refused at login and named the same way.
+    let mut config = cluster.config.clone();
+    config.osds[0].target = "iqn.2026-11.org.tessera.test:nobody".into();
+    let err = Client::connect(&config).unwrap().open("/f").unwrap().read_to_end().unwrap_err();
+    assert!(matches!(err, ClientError::Osd { osd_index: 0, .. }), "{err}");
+}
+
+/// Goal: a configuration pointing at no metadata server fails at connect, naming it.
+#[test]
+fn unreachable_mds_is_named() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = closed.local_addr().unwrap().to_string();
+    drop(closed);
+    let config = ClusterConfig::new(vec![tessera_client::MdsEntry { addr: addr.clone() }], vec![]);
+    match Client::connect(&config) {
+        Err(ClientError::Mds { server: 0, addr: a, .. }) => assert_eq!(a, addr),
+        Err(other) => panic!("expected an MDS error, got {other}"),
+        Ok(_) => panic!("connected to nothing"),
+    }
+}
