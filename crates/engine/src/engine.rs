@@ -15,6 +15,7 @@ use crate::db::objects::{self as rows, Touch};
 use crate::db::{self, Db};
 use crate::error::{CommandError, IoOp, StorageError, CDB_OBJECT_ID, CDB_PARTITION_ID};
 use crate::list::ListIds;
+use crate::attr_cache::AttrCache;
 use crate::locks::ObjectLocks;
 use crate::object::{ObjectKind, ObjectRow};
 use crate::pages::current;
@@ -34,6 +35,7 @@ pub struct Engine {
     pub(crate) locks: ObjectLocks,
     /// FORMAT OSD holds this exclusively; every other command shares it.
     pub(crate) epoch: RwLock<()>,
+    pub(crate) attr_cache: AttrCache,
     pub(crate) system_id: [u8; 20],
     pub(crate) capacity_bytes: AtomicU64,
     pub(crate) config: EngineConfig,
@@ -49,6 +51,18 @@ pub(crate) struct Cx<'r, 'd> {
     /// FUA: data and attributes durable before status.
     pub durable: bool,
     pub current: CurrentCommand,
+}
+
+impl<'r, 'd> Cx<'r, 'd> {
+    pub(crate) fn new(req: &'r Request<'d>, now_ms: u64) -> Self {
+        Cx {
+            req,
+            now_ms,
+            update_ts: req.timestamps == TimestampsControl::Update,
+            durable: req.options.fua,
+            current: CurrentCommand::default(),
+        }
+    }
 }
 
 fn random_system_id() -> Result<[u8; 20], StorageError> {
@@ -101,6 +115,7 @@ impl Engine {
             data,
             locks: ObjectLocks::default(),
             epoch: RwLock::new(()),
+            attr_cache: AttrCache::default(),
             system_id,
             capacity_bytes: AtomicU64::new(capacity),
             config,
@@ -150,13 +165,7 @@ impl Engine {
 
     /// Executes one command. Safe to call from many threads at once.
     pub fn execute(&self, request: &Request<'_>, now_ms: u64) -> Result<Reply, CommandError> {
-        let mut cx = Cx {
-            req: request,
-            now_ms,
-            update_ts: request.timestamps == TimestampsControl::Update,
-            durable: request.options.fua,
-            current: CurrentCommand::default(),
-        };
+        let mut cx = Cx::new(request, now_ms);
         if let Command::FormatOsd { capacity_bytes } = request.command {
             return self.format(&mut cx, capacity_bytes);
         }
@@ -273,13 +282,7 @@ impl Engine {
         if !(gets || data_accessed && cx.update_ts) {
             return Ok(Vec::new());
         }
-        let facts = self.facts(cx.now_ms);
-        let current = cx.current;
-        let (row, retrieved) = self.db.read(|c| {
-            let row = rows::load(c, addr)?.ok_or(CommandError::NoSuchObject { addr, field: CDB_OBJECT_ID })?;
-            let retrieved = Reader { conn: c, facts: &facts, current: &current }.retrieve(&row, &cx.req.get_attrs)?;
-            Ok::<_, CommandError>((row, retrieved))
-        })?;
+        let (row, retrieved) = self.retrieve(cx, addr, |c| rows::load(c, addr)?.ok_or(CommandError::NoSuchObject { addr, field: CDB_OBJECT_ID }))?;
         if cx.update_ts {
             if gets {
                 self.touch_accessed(cx, &row, false)?;
@@ -289,6 +292,36 @@ impl Engine {
             }
         }
         Ok(retrieved)
+    }
+
+    /// Answers the command's get list for `addr` (whose row `load` finds), through the
+    /// attribute cache when the request allows it ([`AttrCache::cacheable`]).
+    pub(crate) fn retrieve(
+        &self,
+        cx: &mut Cx<'_, '_>,
+        addr: ObjectAddr,
+        load: impl FnOnce(&Connection) -> Result<ObjectRow, CommandError>,
+    ) -> Result<(ObjectRow, Vec<RetrievedAttr>), CommandError> {
+        let req = cx.req;
+        let get = &req.get_attrs;
+        let cacheable = AttrCache::cacheable(addr, get);
+        let generation = self.db.generation();
+        if let Some((row, retrieved)) = cacheable.then(|| self.attr_cache.get(addr, get, generation)).flatten() {
+            cx.current.object.get_or_insert((row.kind, addr));
+            return Ok((row, retrieved));
+        }
+        let facts = self.facts(cx.now_ms);
+        let current = &mut cx.current;
+        let (row, retrieved) = self.db.read(|c| {
+            let row = load(c)?;
+            current.object.get_or_insert((row.kind, addr));
+            let retrieved = Reader { conn: c, facts: &facts, current: &*current }.retrieve(&row, get)?;
+            Ok::<_, CommandError>((row, retrieved))
+        })?;
+        if cacheable {
+            self.attr_cache.put(addr, get, generation, row, &retrieved);
+        }
+        Ok((row, retrieved))
     }
 
     /// Rewrites the attributes (or data) accessed time when the stored one is stale (see

@@ -7,6 +7,7 @@
 //! Design decisions are written down in `docs/engine.md`.
 
 mod atomics;
+mod attr_cache;
 pub mod attrs;
 pub mod config;
 mod data;

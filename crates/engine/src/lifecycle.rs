@@ -216,13 +216,7 @@ impl Engine {
     /// checkout, one row lookup, and a write only when the accessed time is stale.
     fn get_attributes(&self, cx: &mut Cx<'_, '_>, addr: ObjectAddr) -> Result<Reply, CommandError> {
         let all = [ObjectKind::Root, ObjectKind::Partition, ObjectKind::Collection, ObjectKind::User];
-        let facts = self.facts(cx.now_ms);
-        let (row, retrieved) = self.db.read(|c| {
-            let row = self.require(c, addr, &all)?;
-            cx.current.object = Some((row.kind, addr));
-            let retrieved = attrs::Reader { conn: c, facts: &facts, current: &cx.current }.retrieve(&row, &cx.req.get_attrs)?;
-            Ok::<_, CommandError>((row, retrieved))
-        })?;
+        let (row, retrieved) = self.retrieve(cx, addr, |c| self.require(c, addr, &all))?;
         if cx.update_ts && attrs::gets_anything(&cx.req.get_attrs) {
             self.touch_accessed(cx, &row, false)?;
         }

@@ -14,11 +14,10 @@
 use std::fs::File;
 use std::sync::Arc;
 
-use tessera_osd_proto::{Command, DataLayout, GetAttrs, Request, TimestampsControl};
+use tessera_osd_proto::{Command, DataLayout, GetAttrs, Request};
 use tessera_scsi::Sense;
 use tessera_types::limits;
 
-use crate::attrs::CurrentCommand;
 use crate::engine::Cx;
 use crate::error::{read_past_end, CommandError};
 use crate::object::ObjectKind;
@@ -52,13 +51,7 @@ impl Engine {
             return Ok(None);
         };
         let readable = row.logical_len.saturating_sub(offset).min(len);
-        let mut cx = Cx {
-            req: request,
-            now_ms,
-            update_ts: request.timestamps == TimestampsControl::Update,
-            durable: request.options.fua,
-            current: CurrentCommand::default(),
-        };
+        let mut cx = Cx::new(request, now_ms);
         cx.current.object = Some((ObjectKind::User, addr));
         self.finish_read(&mut cx, addr, true)?;
         Ok(Some(FileRead { file, offset, len: readable, zeros: len - readable, recovered: (readable < len).then(read_past_end) }))

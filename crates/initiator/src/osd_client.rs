@@ -154,13 +154,19 @@ impl<T: ScsiTransport> OsdClient<T> {
     /// A UNIT ATTENTION (power on, reset) reports an event, not a failure of this command, which
     /// the device did not execute (SAM-5 §5.14); like every initiator we note it and resend.
     pub fn execute(&self, builder: &OsdRequestBuilder<'_>) -> Result<OsdReply, OsdError> {
+        self.execute_with_buffer(builder, Vec::new())
+    }
+
+    /// [`OsdClient::execute`], receiving Data-In into `buffer` (e.g. the `data` of an earlier
+    /// reply) instead of a fresh allocation.
+    pub fn execute_with_buffer(&self, builder: &OsdRequestBuilder<'_>, mut buffer: Vec<u8>) -> Result<OsdReply, OsdError> {
         let service_action = builder.command.service_action();
         let encoded = builder.encode()?;
         let pieces = encoded.data_out();
         let request = ScsiRequest { lun: self.lun, cdb: &encoded.cdb, data_out: &pieces, data_in_len: encoded.data_in_len };
         let mut attempts = 0;
         let response = loop {
-            let response = self.transport.execute(&request)?;
+            let response = self.transport.execute_into(&request, std::mem::take(&mut buffer))?;
             let unit_attention = response.status == ScsiStatus::CheckCondition
                 && response.sense.as_ref().is_some_and(|s| s.key == SenseKey::UnitAttention);
             attempts += 1;

@@ -183,29 +183,42 @@ impl<W: Write> PduWriter<W> {
 
     /// Sends one PDU whose data segment is the concatenation of `data` (sent in place).
     pub fn write_pdu(&mut self, pdu: &Pdu, data: &[&[u8]]) -> io::Result<()> {
-        let data_len: usize = data.iter().map(|d| d.len()).sum();
+        self.write_pdus(&[(pdu, data)])
+    }
+
+    /// Sends several PDUs with one `writev`, so that e.g. a Data-In and the SCSI Response that
+    /// follows it leave in one TCP segment and the initiator wakes once, not twice.
+    pub fn write_pdus(&mut self, pdus: &[(&Pdu, &[&[u8]])]) -> io::Result<()> {
+        const PAD: [u8; 3] = [0u8; 3];
         self.header.clear();
-        pdu.encode(data_len as u32, &mut self.header);
-        if self.digests.header {
-            let d = digest_bytes(crc32c(&self.header));
-            self.header.extend_from_slice(&d);
+        // Headers (and digests) first, into one buffer; remember where each PDU's pieces are.
+        let mut layout = Vec::with_capacity(pdus.len());
+        for (pdu, data) in pdus {
+            let data_len: usize = data.iter().map(|d| d.len()).sum();
+            let header_start = self.header.len();
+            pdu.encode(data_len as u32, &mut self.header);
+            if self.digests.header {
+                let d = digest_bytes(crc32c(&self.header[header_start..]));
+                self.header.extend_from_slice(&d);
+            }
+            let header_end = self.header.len();
+            let with_digest = self.digests.data && data_len > 0;
+            if with_digest {
+                let crc = data.iter().fold(0u32, |c, d| crc32c_append(c, d));
+                self.header.extend_from_slice(&digest_bytes(crc32c_append(crc, &PAD[..pad_len(data_len)])));
+            }
+            layout.push((header_start, header_end, data_len, with_digest));
         }
-        let pad = [0u8; 3];
-        let pad = &pad[..pad_len(data_len)];
-        let mut data_digest = [0u8; DIGEST_LEN];
-        let with_digest = self.digests.data && data_len > 0;
-        if with_digest {
-            let crc = data.iter().fold(0u32, |c, d| crc32c_append(c, d));
-            data_digest = digest_bytes(crc32c_append(crc, pad));
-        }
-        let mut slices = Vec::with_capacity(data.len() + 3);
-        slices.push(IoSlice::new(&self.header));
-        slices.extend(data.iter().filter(|d| !d.is_empty()).map(|d| IoSlice::new(d)));
-        if !pad.is_empty() {
-            slices.push(IoSlice::new(pad));
-        }
-        if with_digest {
-            slices.push(IoSlice::new(&data_digest));
+        let mut slices = Vec::with_capacity(pdus.len() * 4);
+        for ((_, data), (header_start, header_end, data_len, with_digest)) in pdus.iter().zip(&layout) {
+            slices.push(IoSlice::new(&self.header[*header_start..*header_end]));
+            slices.extend(data.iter().filter(|d| !d.is_empty()).map(|d| IoSlice::new(d)));
+            if pad_len(*data_len) > 0 {
+                slices.push(IoSlice::new(&PAD[..pad_len(*data_len)]));
+            }
+            if *with_digest {
+                slices.push(IoSlice::new(&self.header[*header_end..*header_end + DIGEST_LEN]));
+            }
         }
         write_all_vectored(&mut self.inner, &mut slices)
     }

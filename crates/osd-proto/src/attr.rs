@@ -37,7 +37,7 @@ pub struct RetrievedAttr {
 }
 
 /// What a command asks to get, decoded from the CDB's get/set attribute parameters.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub enum GetAttrs {
     #[default]
     None,

@@ -60,6 +60,14 @@ pub enum TransportError {
 pub trait ScsiTransport: Send + Sync {
     fn execute(&self, request: &ScsiRequest<'_>) -> Result<ScsiResponse, TransportError>;
 
+    /// Like [`ScsiTransport::execute`], receiving Data-In into `buffer` (a previous response's
+    /// `data_in`, say) so a caller moving many large transfers does not pay for a fresh
+    /// multi-megabyte allocation each time. The default ignores the buffer.
+    fn execute_into(&self, request: &ScsiRequest<'_>, buffer: Vec<u8>) -> Result<ScsiResponse, TransportError> {
+        drop(buffer);
+        self.execute(request)
+    }
+
     /// Where this transport goes, for error messages (e.g. `127.0.0.1:3260`).
     fn peer(&self) -> String;
 }

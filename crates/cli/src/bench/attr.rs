@@ -47,10 +47,7 @@ pub fn run(args: AttrArgs, common: &CommonArgs) -> Result<()> {
     let raw = RawServer::start()?;
     let mut raw_client = raw.connect()?;
     let target = BenchTarget::start(common)?;
-    let client = target.client()?;
-    let pid = client.create_partition(None).context("creating the bench partition")?;
-    let oid = client.create_one(pid).context("creating the bench object")?;
-    let addr = ObjectAddr::new(pid, oid);
+    let (client, addr) = target.client_with_object()?;
     client.set_attributes(addr, &[Attribute { id: BENCH_ATTR, value: 42u64.to_be_bytes().to_vec() }])?;
 
     // Interleave the two loops in rounds so machine noise hits both alike.

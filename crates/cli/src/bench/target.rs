@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use tempfile::TempDir;
 use tessera_initiator::iscsi::Session;
 use tessera_initiator::osd_client::OsdClient;
+use tessera_types::ObjectAddr;
 
 use super::CommonArgs;
 use crate::daemon::Daemon;
@@ -46,5 +47,13 @@ impl BenchTarget {
 
     pub fn client(&self) -> Result<OsdClient<Session>> {
         connect(&self.addr, &self.target_name)
+    }
+
+    /// A logged-in client plus a fresh partition and user object to measure on.
+    pub fn client_with_object(&self) -> Result<(OsdClient<Session>, ObjectAddr)> {
+        let client = self.client()?;
+        let pid = client.create_partition(None).context("creating the bench partition")?;
+        let oid = client.create_one(pid).context("creating the bench object")?;
+        Ok((client, ObjectAddr::new(pid, oid)))
     }
 }

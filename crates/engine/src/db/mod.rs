@@ -12,6 +12,7 @@ pub mod objects;
 pub mod schema;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
@@ -26,6 +27,8 @@ pub struct Db {
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
     readers_max: usize,
+    /// Bumped after every write transaction ends: what read caches check their entries against.
+    generation: AtomicU64,
 }
 
 fn configure(conn: &Connection) -> Result<(), rusqlite::Error> {
@@ -63,7 +66,7 @@ impl Db {
                 writer.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?1)", [schema::SCHEMA_VERSION])?;
             }
         }
-        Ok(Db { path: path.to_path_buf(), writer: Mutex::new(writer), readers: Mutex::new(Vec::new()), readers_max })
+        Ok(Db { path: path.to_path_buf(), writer: Mutex::new(writer), readers: Mutex::new(Vec::new()), readers_max, generation: AtomicU64::new(0) })
     }
 
     fn writer(&self) -> MutexGuard<'_, Connection> {
@@ -108,10 +111,18 @@ impl Db {
             tx.commit().map_err(sql)?;
             Ok(value)
         })();
+        // After the commit (or rollback): a reader that saw the old generation cannot have
+        // cached anything that outlives this bump.
+        self.generation.fetch_add(1, Ordering::Release);
         if durable {
             conn.pragma_update(None, "synchronous", "NORMAL").map_err(sql)?;
         }
         result
+    }
+
+    /// The current write generation (see [`crate::attr_cache`]).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// Makes every committed transaction durable: a one-row durable commit fsyncs the WAL,

@@ -74,7 +74,8 @@ fn handle(inner: &Inner, reader: &mut PduReader<TcpStream>, inc: Incoming) -> Re
                 let mut s = slot.state.lock().expect("slot lock poisoned");
                 let end = end as usize;
                 if s.data_in.len() < end {
-                    // `end <= data_in_len` was checked above; the caller chose that length.
+                    // No buffer was lent: allocate once, at the length the caller chose
+                    // (`end <= data_in_len` was checked above).
                     s.data_in = vec![0u8; slot.data_in_len as usize];
                 }
                 s.data_in_end = s.data_in_end.max(end);

@@ -110,8 +110,21 @@ impl Inner {
     }
 
     fn register(&self, data_in_len: u32, lun: u64) -> (u32, Arc<Slot>) {
+        self.register_with_buffer(data_in_len, lun, Vec::new())
+    }
+
+    /// Registers a task whose Data-In lands in `buffer`, resized to `data_in_len` (only a
+    /// growth is zero-filled; Data-In arrives in order and the buffer is cut to what arrived).
+    fn register_with_buffer(&self, data_in_len: u32, lun: u64, mut buffer: Vec<u8>) -> (u32, Arc<Slot>) {
+        if data_in_len > 0 && data_in_len != u32::MAX {
+            if buffer.len() > data_in_len as usize {
+                buffer.truncate(data_in_len as usize);
+            } else {
+                buffer.resize(data_in_len as usize, 0);
+            }
+        }
         let slot = Arc::new(Slot {
-            state: Mutex::new(SlotState::default()),
+            state: Mutex::new(SlotState { data_in: buffer, ..SlotState::default() }),
             cv: Condvar::new(),
             data_in_len,
             lun,
@@ -413,7 +426,7 @@ impl Session {
         self.inner.fail_all();
     }
 
-    fn execute_inner(&self, req: &ScsiRequest<'_>) -> Result<ScsiResponse, TransportError> {
+    fn execute_inner(&self, req: &ScsiRequest<'_>, buffer: Vec<u8>) -> Result<ScsiResponse, TransportError> {
         let inner = &*self.inner;
         let peer = &inner.peer;
         let out_len = req.data_out_len();
@@ -435,7 +448,7 @@ impl Session {
             cdb.resize(16, 0);
         }
         let lun_field = encode_lun(req.lun);
-        let (itt, slot) = inner.register(req.data_in_len, req.lun);
+        let (itt, slot) = inner.register_with_buffer(req.data_in_len, req.lun, buffer);
         let result = (|| {
             let cmd = |cmd_sn, exp_stat_sn| {
                 Pdu::ScsiCommand(ScsiCommand {
@@ -510,7 +523,11 @@ impl Session {
 
 impl ScsiTransport for Session {
     fn execute(&self, request: &ScsiRequest<'_>) -> Result<ScsiResponse, TransportError> {
-        self.execute_inner(request)
+        self.execute_inner(request, Vec::new())
+    }
+
+    fn execute_into(&self, request: &ScsiRequest<'_>, buffer: Vec<u8>) -> Result<ScsiResponse, TransportError> {
+        self.execute_inner(request, buffer)
     }
 
     fn peer(&self) -> String {

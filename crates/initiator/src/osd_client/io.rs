@@ -1,6 +1,8 @@
 //! Data commands: READ, WRITE, APPEND, CREATE AND WRITE (contiguous or with a
 //! [`DataLayout`]), PUNCH, CLEAR, the FLUSH family and READ MAP.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use tessera_osd_proto::pages::{CURRENT_COMMAND_APPEND_START, CURRENT_COMMAND_OBJECT_ID};
 use tessera_osd_proto::{Command, DataLayout, FlushScope, GetAttrs, MapType, OsdRequestBuilder, ReadMapResult, ServiceAction};
 use tessera_scsi::{ScsiTransport, Sense};
@@ -10,6 +12,13 @@ use super::{OsdClient, OsdError};
 
 /// ASC/ASCQ 3B17: READ PAST END OF USER OBJECT (OSD-2 r05 §4.14.3), under RECOVERED ERROR.
 pub const READ_PAST_END: u16 = 0x3B17;
+
+/// Contiguous writes larger than this are pipelined (see [`OsdClient::write`]).
+pub const PIPELINE_THRESHOLD_BYTES: usize = 8 << 20;
+/// Size of one pipelined WRITE piece.
+pub const PIPELINE_PIECE_BYTES: usize = 4 << 20;
+/// Pipelined pieces in flight at once.
+pub const PIPELINE_DEPTH: usize = 4;
 
 /// What a READ returned.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,6 +38,15 @@ impl<T: ScsiTransport> OsdClient<T> {
         self.read_layout(addr, offset, len, DataLayout::Contiguous)
     }
 
+    /// READ into `buffer` (typically the `data` of the previous [`ReadResult`]), which is
+    /// reused instead of allocating `len` bytes again: the way to stream large reads.
+    pub fn read_reusing(&self, addr: ObjectAddr, offset: u64, len: u64, buffer: Vec<u8>) -> Result<ReadResult, OsdError> {
+        let builder = OsdRequestBuilder::new(Command::Read { addr, offset, len, layout: DataLayout::Contiguous });
+        let reply = self.execute_with_buffer(&builder, buffer)?;
+        let past_end = reply.recovered.as_ref().is_some_and(|s| s.asc_ascq() == READ_PAST_END);
+        Ok(ReadResult { data: reply.data, past_end, recovered: reply.recovered })
+    }
+
     /// READ with a scatter/gather, strided or nested layout (offsets relative to `offset`);
     /// `len` is the total number of bytes the layout covers.
     pub fn read_layout(&self, addr: ObjectAddr, offset: u64, len: u64, layout: DataLayout) -> Result<ReadResult, OsdError> {
@@ -38,8 +56,38 @@ impl<T: ScsiTransport> OsdClient<T> {
     }
 
     /// WRITE `data` at `offset`. `fua` makes it durable before the status returns.
+    ///
+    /// Above [`PIPELINE_THRESHOLD_BYTES`] the write goes out as pieces of
+    /// [`PIPELINE_PIECE_BYTES`], up to [`PIPELINE_DEPTH`] in flight on the session. Why: a
+    /// target executes one command only once all of its data has arrived, so one huge WRITE
+    /// leaves the network idle while the target copies into its page cache; with several in
+    /// flight it receives one piece while it stores the previous one. Like any WRITE that
+    /// fails, a failed piece leaves the range partly written; the first error is returned.
     pub fn write(&self, addr: ObjectAddr, offset: u64, data: &[u8], fua: bool) -> Result<(), OsdError> {
-        self.write_layout(addr, offset, data, DataLayout::Contiguous, fua)
+        if data.len() <= PIPELINE_THRESHOLD_BYTES {
+            return self.write_layout(addr, offset, data, DataLayout::Contiguous, fua);
+        }
+        let pieces: Vec<(u64, &[u8])> =
+            data.chunks(PIPELINE_PIECE_BYTES).scan(offset, |at, piece| {
+                let start = *at;
+                *at += piece.len() as u64;
+                Some((start, piece))
+            }).collect();
+        let next = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..PIPELINE_DEPTH.min(pieces.len()))
+                .map(|_| {
+                    scope.spawn(|| -> Result<(), OsdError> {
+                        while let Some((at, piece)) = pieces.get(next.fetch_add(1, Ordering::Relaxed)) {
+                            self.write_layout(addr, *at, piece, DataLayout::Contiguous, fua)?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().expect("write piece thread panicked")).collect::<Result<Vec<()>, _>>()
+        })?;
+        Ok(())
     }
 
     /// WRITE with a layout: `data` holds the pieces back to back, in layout order.

@@ -83,6 +83,11 @@ pub(crate) struct Queue {
     pub closed: bool,
 }
 
+/// Data-Out buffers at least this large are recycled within a connection.
+pub(crate) const RECYCLED_BUFFER_MIN: usize = 256 * 1024;
+/// Recycled buffers kept per connection.
+const RECYCLED_BUFFERS_MAX: usize = 4;
+
 pub(crate) struct Connection {
     pub server: Arc<ServerShared>,
     pub device: Arc<dyn ScsiDevice>,
@@ -93,6 +98,9 @@ pub(crate) struct Connection {
     pub queue: Mutex<Queue>,
     pub queue_cv: Condvar,
     pub socket: TcpStream,
+    /// Data-Out buffers of finished commands, reused so that a large WRITE does not pay for a
+    /// fresh zeroed allocation (page faults or a memset of every byte) each time.
+    pub spare_buffers: Mutex<Vec<Vec<u8>>>,
 }
 
 impl Connection {
@@ -102,6 +110,35 @@ impl Connection {
 
     pub fn queue(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().expect("queue lock poisoned")
+    }
+
+    /// A buffer of exactly `len` bytes, recycled when one is large enough. Bytes beyond the old
+    /// length are zero; the others are whatever the previous command left (see
+    /// `Receiving::use_buffer` for why they are never seen).
+    pub fn take_buffer(&self, len: usize) -> Vec<u8> {
+        let mut spare = self.spare_buffers.lock().expect("spare buffers poisoned");
+        let mut buf = match spare.iter().position(|b| b.capacity() >= len) {
+            Some(i) => spare.swap_remove(i),
+            None => return vec![0u8; len],
+        };
+        drop(spare);
+        if buf.len() > len {
+            buf.truncate(len);
+        } else {
+            buf.resize(len, 0);
+        }
+        buf
+    }
+
+    /// Keeps a finished command's Data-Out buffer for reuse.
+    pub fn recycle_buffer(&self, buf: Vec<u8>) {
+        if buf.capacity() < RECYCLED_BUFFER_MIN {
+            return;
+        }
+        let mut spare = self.spare_buffers.lock().expect("spare buffers poisoned");
+        if spare.len() < RECYCLED_BUFFERS_MAX {
+            spare.push(buf);
+        }
     }
 
     /// (ExpCmdSN, MaxCmdSN) for an outgoing PDU.
@@ -196,6 +233,7 @@ pub(crate) fn run_connection(server: &Arc<ServerShared>, stream: TcpStream) {
         queue: Mutex::new(Queue::default()),
         queue_cv: Condvar::new(),
         socket,
+        spare_buffers: Mutex::new(Vec::new()),
     });
     if normal {
         conn.device.nexus_added(&conn.nexus);

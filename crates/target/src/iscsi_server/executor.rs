@@ -127,7 +127,9 @@ fn execute(conn: &Connection, task: ReadyTask) -> io::Result<()> {
             &ScsiTask { lun: task.lun, cdb: &task.cdb, data_out: &task.data_out, data_in_len: task.data_in_len },
         ),
     };
-    send_result(conn, &task, outcome)
+    let sent = send_result(conn, &task, outcome);
+    conn.recycle_buffer(task.data_out);
+    sent
 }
 
 fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io::Result<()> {
@@ -142,6 +144,35 @@ fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io:
     let (overflow, underflow) = (produced > expected, produced < expected);
     let residual = produced.abs_diff(expected) as u32;
     let status_in_data_in = sent > 0 && outcome.sense.is_none() && !task.bidi;
+    let mut sense_bytes = Vec::new();
+    if let Some(sense) = &outcome.sense {
+        let s = sense.encode();
+        sense_bytes.extend_from_slice(&(s.len() as u16).to_be_bytes());
+        sense_bytes.extend_from_slice(&s);
+        debug_assert_eq!(sense_bytes.len(), SENSE_LENGTH_LEN + s.len());
+    }
+    if outcome.status == ScsiStatus::Good && outcome.sense.is_some() {
+        debug!(itt = task.itt, "GOOD status with sense");
+    }
+    let bidi = task.bidi;
+    let response = |stat_sn, exp_cmd_sn, max_cmd_sn, exp_data_sn| {
+        Pdu::ScsiResponse(ScsiResponse {
+            bidi_overflow: bidi && overflow,
+            bidi_underflow: bidi && underflow,
+            overflow: !bidi && overflow,
+            underflow: !bidi && underflow,
+            response: RESPONSE_COMPLETED,
+            status: outcome.status.code(),
+            itt: task.itt,
+            snack_tag: 0,
+            stat_sn,
+            exp_cmd_sn,
+            max_cmd_sn,
+            exp_data_sn,
+            bidi_read_residual_count: if bidi { residual } else { 0 },
+            residual_count: if bidi { 0 } else { residual },
+        })
+    };
 
     let segment = conn.params.initiator_max_recv_data_segment_len.max(512) as usize;
     let burst = conn.params.max_burst_len.max(512) as usize;
@@ -172,6 +203,13 @@ fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io:
         };
         let pdu = Pdu::DataIn(pdu);
         match body {
+            // The last Data-In and the SCSI Response that must follow it (bidirectional
+            // commands, sense data) leave in one write: one segment, one wake-up at the
+            // initiator.
+            Body::Bytes(data) if last && !status_in_data_in => {
+                let status = response(tx.next_stat_sn(), exp_cmd_sn, max_cmd_sn, data_sn + 1);
+                return tx.writer.write_pdus(&[(&pdu, &[&data[offset..offset + len]]), (&status, &[&sense_bytes])]);
+            }
             Body::Bytes(data) => tx.writer.write_pdu(&pdu, &[&data[offset..offset + len]])?,
             Body::File(file) if tx.writer.digests.data => {
                 scratch.resize(len, 0);
@@ -186,38 +224,7 @@ fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io:
     if status_in_data_in {
         return Ok(());
     }
-    let mut sense_bytes = Vec::new();
-    if let Some(sense) = &outcome.sense {
-        let s = sense.encode();
-        sense_bytes.extend_from_slice(&(s.len() as u16).to_be_bytes());
-        sense_bytes.extend_from_slice(&s);
-        debug_assert_eq!(sense_bytes.len(), SENSE_LENGTH_LEN + s.len());
-    }
-    if outcome.status == ScsiStatus::Good && outcome.sense.is_some() {
-        debug!(itt = task.itt, "GOOD status with sense");
-    }
-    let bidi = task.bidi;
-    conn.send_status(
-        |stat_sn, exp_cmd_sn, max_cmd_sn| {
-            Pdu::ScsiResponse(ScsiResponse {
-                bidi_overflow: bidi && overflow,
-                bidi_underflow: bidi && underflow,
-                overflow: !bidi && overflow,
-                underflow: !bidi && underflow,
-                response: RESPONSE_COMPLETED,
-                status: outcome.status.code(),
-                itt: task.itt,
-                snack_tag: 0,
-                stat_sn,
-                exp_cmd_sn,
-                max_cmd_sn,
-                exp_data_sn: data_sn,
-                bidi_read_residual_count: if bidi { residual } else { 0 },
-                residual_count: if bidi { 0 } else { residual },
-            })
-        },
-        &[&sense_bytes],
-    )
+    conn.send_status(|stat_sn, exp_cmd_sn, max_cmd_sn| response(stat_sn, exp_cmd_sn, max_cmd_sn, data_sn), &[&sense_bytes])
 }
 
 /// Where a command's Data-In bytes are.

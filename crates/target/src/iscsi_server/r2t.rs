@@ -93,6 +93,14 @@ impl Receiving {
         &mut self.buf[start..end]
     }
 
+    /// Assembles Data-Out in a recycled buffer of exactly the write length. Its old bytes are
+    /// never seen: the task is handed on only when every byte of `[0, write_len)` has arrived
+    /// (in-order data, checked per PDU), and it is cut to the bytes received.
+    pub fn use_buffer(&mut self, buf: Vec<u8>) {
+        debug_assert_eq!(buf.len(), self.write_len as usize);
+        self.buf = buf;
+    }
+
     /// Records immediate data.
     pub fn received(&mut self, _offset: u32, len: u32, _final: bool) {
         self.received_total += len;

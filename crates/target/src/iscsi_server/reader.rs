@@ -19,6 +19,7 @@ use tessera_scsi::{Sense, SenseKey};
 use tessera_types::limits::TRANSFER_LEN_MAX;
 use tracing::{debug, warn};
 
+use super::conn::RECYCLED_BUFFER_MIN;
 use super::conn::{Connection, Work};
 use super::r2t::{Receiving, R2tPlan};
 
@@ -181,6 +182,8 @@ impl Reader<'_> {
         let mut task = Receiving::new(&cmd, decode_lun(cmd.lun), write_len, data_in_len, unsolicited_max);
         if write_len as u64 > TRANSFER_LEN_MAX || data_in_len as u64 > TRANSFER_LEN_MAX {
             task.failed = Some(transfer_too_long());
+        } else if write_len as usize >= RECYCLED_BUFFER_MIN {
+            task.use_buffer(self.conn.take_buffer(write_len as usize));
         }
         if data_len > 0 {
             let res = match task.failed {
