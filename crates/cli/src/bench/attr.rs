@@ -90,7 +90,7 @@ pub fn run(args: AttrArgs, common: &CommonArgs) -> Result<()> {
     report.param("loopback_message_bytes", PING_LEN);
     report.param("target", target.addr.clone());
     for (name, us, seed) in [
-        ("attribute store (SQLite)", store_us, 81.3),
+        ("attribute store (cache over SQLite)", store_us, 81.3),
         ("CDB processing", cdb_us, 2.2),
         ("iSCSI target + initiator", stack_us, 29.9 + 125.6),
         ("network (raw loopback RTT)", loopback_median, f64::NAN),

@@ -86,6 +86,8 @@ pub(crate) struct Inner {
     pub closed: AtomicBool,
     pub socket: TcpStream,
     pub rx: super::driver::Receiver,
+    /// Held while a command sends its immediate and unsolicited data (see `execute_inner`).
+    pub unsolicited_turn: Mutex<()>,
 }
 
 impl Inner {
@@ -250,6 +252,7 @@ impl Session {
             closed: AtomicBool::new(false),
             socket: stream,
             rx: super::driver::Receiver::new(reader),
+            unsolicited_turn: Mutex::new(()),
         });
         Ok(Session { inner })
     }
@@ -466,10 +469,17 @@ impl Session {
                     bidi_read_len: (read && write).then_some(req.data_in_len),
                 })
             };
-            let cmd_sn = inner.send_windowed(cmd, &gather(req.data_out, 0, immediate))?;
-            slot.cmd_sn.store(cmd_sn, Ordering::Release);
-            // Unsolicited Data-Out after the immediate data (InitialR2T=No).
-            self.send_data_out(lun_field, itt, RESERVED_TAG, req.data_out, immediate, unsolicited as usize - immediate)?;
+            {
+                // A command and its unsolicited data go out as one run, not interleaved with
+                // other commands' data: the target can execute a command only once all of its
+                // data is in, so interleaving several large WRITEs would make them all finish
+                // together and leave nothing to overlap with the target's storing.
+                let _turn = (unsolicited > 0).then(|| inner.unsolicited_turn.lock().expect("turn lock poisoned"));
+                let cmd_sn = inner.send_windowed(cmd, &gather(req.data_out, 0, immediate))?;
+                slot.cmd_sn.store(cmd_sn, Ordering::Release);
+                // Unsolicited Data-Out after the immediate data (InitialR2T=No).
+                self.send_data_out(lun_field, itt, RESERVED_TAG, req.data_out, immediate, unsolicited as usize - immediate)?;
+            }
             loop {
                 inner.drive_until(None, || {
                     let s = slot.state.lock().expect("slot lock poisoned");

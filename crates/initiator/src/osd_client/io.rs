@@ -14,9 +14,9 @@ use super::{OsdClient, OsdError};
 pub const READ_PAST_END: u16 = 0x3B17;
 
 /// Contiguous writes larger than this are pipelined (see [`OsdClient::write`]).
-pub const PIPELINE_THRESHOLD_BYTES: usize = 8 << 20;
+pub const PIPELINE_THRESHOLD_BYTES: usize = 2 << 20;
 /// Size of one pipelined WRITE piece.
-pub const PIPELINE_PIECE_BYTES: usize = 4 << 20;
+pub const PIPELINE_PIECE_BYTES: usize = 1 << 20;
 /// Pipelined pieces in flight at once.
 pub const PIPELINE_DEPTH: usize = 4;
 
