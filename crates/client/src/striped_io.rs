@@ -42,6 +42,16 @@ struct SlotWork<J> {
     object_id: u64,
     addr: ObjectAddr,
     jobs: Vec<J>,
+    /// Some pieces cover the same object bytes: the commands must run one at a time in list
+    /// order, or a later WRITE could land before an earlier one and lose ("later wins").
+    overlapping: bool,
+}
+
+/// Whether any two pieces of one object's plan cover the same object byte.
+fn pieces_overlap(pieces: &[tessera_layout::Piece]) -> bool {
+    let mut ranges: Vec<(u64, u64)> = pieces.iter().map(|p| (p.object_offset, p.object_offset + p.len)).collect();
+    ranges.sort_unstable();
+    ranges.windows(2).any(|w| w[1].0 < w[0].1)
 }
 
 impl StripedFile<'_> {
@@ -63,7 +73,7 @@ impl StripedFile<'_> {
             let cmds = slot_commands(p, mode, max).map_err(|source| ClientError::Descriptor { path: self.path.to_string(), source })?;
             let starts = piece_starts(&p.pieces);
             let jobs = cmds.into_iter().map(|c| make(p, &starts, c)).collect();
-            out.push(SlotWork { osd: object.osd, object_id: object.object_id, addr, jobs });
+            out.push(SlotWork { osd: object.osd, object_id: object.object_id, addr, jobs, overlapping: pieces_overlap(&p.pieces) });
         }
         Ok(out)
     }
@@ -105,6 +115,8 @@ impl StripedFile<'_> {
                 object_id: w.object_id,
                 addr: w.addr,
                 jobs: w.jobs.into_iter().enumerate().map(|(c, (cmd, _))| (cmd, std::mem::take(&mut dests[s][c]))).collect(),
+                // Reads of the same bytes may run in any order.
+                overlapping: false,
             })
             .collect();
         let past_end = AtomicBool::new(false);
@@ -146,7 +158,8 @@ impl StripedFile<'_> {
             for slot in work {
                 let (op, record, failed) = (&op, &record, &failed);
                 scope.spawn(move || {
-                    let workers = slot.jobs.len().min(PIPELINE_DEPTH);
+                    let depth = if slot.overlapping { 1 } else { PIPELINE_DEPTH };
+                    let workers = slot.jobs.len().min(depth);
                     let queue = Mutex::new(slot.jobs.into_iter());
                     std::thread::scope(|inner| {
                         for _ in 0..workers {

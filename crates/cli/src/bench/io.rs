@@ -31,7 +31,7 @@ pub struct IoArgs {
     /// Measure one target with no metadata server (the only mode until the file system lands).
     #[arg(long)]
     target_only: bool,
-    /// Bytes moved per size and direction (at least 3 transfers each).
+    /// Bytes moved per size and direction (at least 4 transfers each).
     #[arg(long, default_value_t = 256 * MIB)]
     bytes_per_point: usize,
 }
