@@ -115,7 +115,9 @@ impl CommandSet for Arc<OsdCommandSet> {
             Err(e) => return ScsiOutcome::check_condition(e.sense()),
         };
         let t1 = Instant::now();
-        if !is_stats_request(&request) {
+        let result = if is_stats_request(&request) {
+            Ok(self.stats_reply())
+        } else {
             // Plain READs answer with where the bytes are; the transport sends them from the
             // page cache without a copy through this process.
             match self.engine.read_by_reference(&request, now_ms()) {
@@ -124,11 +126,10 @@ impl CommandSet for Arc<OsdCommandSet> {
                     let data_in = FileDataIn { file: read.file, offset: read.offset, len: read.len, zeros: read.zeros };
                     return ScsiOutcome::from_file(data_in, read.recovered);
                 }
-                Ok(None) => {}
-                Err(e) => return ScsiOutcome::check_condition(e.sense()),
+                Ok(None) => self.engine.execute(&request, now_ms()),
+                Err(e) => Err(e),
             }
-        }
-        let result = if is_stats_request(&request) { Ok(self.stats_reply()) } else { self.engine.execute(&request, now_ms()) };
+        };
         times.engine_ns.fetch_add(nanos_since(t1), Ordering::Relaxed);
         let reply = match result {
             Ok(r) => r,

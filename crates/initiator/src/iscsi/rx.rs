@@ -48,7 +48,6 @@ fn update_sn(inner: &Inner, stat_sn: Option<u32>, exp_cmd_sn: u32, max_cmd_sn: u
     let mut w = inner.window.lock().expect("window lock poisoned");
     if sn_lt(w.max_cmd_sn, max_cmd_sn) {
         w.max_cmd_sn = max_cmd_sn;
-        inner.window_cv.notify_all();
     }
 }
 
@@ -120,7 +119,6 @@ fn handle(inner: &Inner, reader: &mut PduReader<TcpStream>, inc: Incoming) -> Re
             reader.discard_data(len).map_err(read_err)?;
             if let Some(slot) = inner.tasks().get(&r.itt).cloned() {
                 slot.state.lock().expect("slot lock poisoned").r2ts.push_back(r);
-                slot.cv.notify_all();
             }
         }
         Pdu::NopIn(n) => {

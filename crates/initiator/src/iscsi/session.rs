@@ -10,7 +10,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tessera_iscsi::bhs::RESERVED_TAG;
@@ -51,7 +51,6 @@ pub(crate) struct SlotState {
 /// One outstanding task.
 pub(crate) struct Slot {
     pub state: Mutex<SlotState>,
-    pub cv: Condvar,
     /// Bytes of Data-In the caller accepts.
     pub data_in_len: u32,
     pub lun: u64,
@@ -64,7 +63,6 @@ impl Slot {
         if s.done.is_none() {
             s.done = Some(result);
         }
-        self.cv.notify_all();
     }
 }
 
@@ -79,7 +77,6 @@ pub(crate) struct Inner {
     pub params: SessionParams,
     pub tx: Mutex<PduWriter<TcpStream>>,
     pub window: Mutex<WindowState>,
-    pub window_cv: Condvar,
     pub exp_stat_sn: AtomicU32,
     pub tasks: Mutex<HashMap<u32, Arc<Slot>>>,
     next_itt: AtomicU32,
@@ -107,7 +104,6 @@ impl Inner {
             s.complete(Err(self.closed_error()));
         }
         self.window.lock().expect("window lock poisoned").closed = true;
-        self.window_cv.notify_all();
         self.rx.wake();
     }
 
@@ -127,7 +123,6 @@ impl Inner {
         }
         let slot = Arc::new(Slot {
             state: Mutex::new(SlotState { data_in: buffer, ..SlotState::default() }),
-            cv: Condvar::new(),
             data_in_len,
             lun,
             cmd_sn: AtomicU32::new(0),
@@ -245,7 +240,6 @@ impl Session {
             params,
             tx: Mutex::new(writer),
             window: Mutex::new(WindowState { next_cmd_sn: result.cmd_sn, max_cmd_sn: result.max_cmd_sn, closed: false }),
-            window_cv: Condvar::new(),
             exp_stat_sn: AtomicU32::new(result.exp_stat_sn),
             tasks: Mutex::new(HashMap::new()),
             next_itt: AtomicU32::new(1),
