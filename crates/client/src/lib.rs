@@ -4,6 +4,7 @@
 //!
 //! - [`config`]: [`ClusterConfig`], the `cluster.toml` format below.
 //! - [`client`]: [`Client`], path resolution and the namespace operations.
+//! - [`dir`]: [`Dir`], an open directory for the `*at()` calls (one request each, no walk).
 //! - [`mod@file`]: [`File`], an open file holding its layout: `pread`, `pwrite`, extent-list I/O,
 //!   `read_to_end`, `set_len`, `fsync`, `stat`.
 //! - [`striped_io`]: one command list per object, all OSDs in parallel, pipelined per OSD.
@@ -63,6 +64,7 @@
 pub mod client;
 pub mod command_plan;
 pub mod config;
+pub mod dir;
 pub mod error;
 pub mod file;
 pub mod mds_router;
@@ -74,6 +76,7 @@ pub mod striped_io;
 pub use client::{Client, Stripe};
 pub use command_plan::Mode;
 pub use config::{ClusterConfig, ConfigError, MdsEntry, OsdEntry};
+pub use dir::Dir;
 pub use error::{ClientError, MdsLinkError};
 pub use file::File;
 pub use tessera_layout::Extent;
