@@ -39,3 +39,11 @@ fn bench_attr_quick_writes_its_summary() {
 fn bench_io_target_only_quick_writes_its_summary() {
     run_bench(&["io", "--target-only"], &["write_over_raw_16MiB", "read_over_raw_16MiB"]);
 }
+
+#[test]
+fn bench_meta_quick_writes_its_summary() {
+    run_bench(
+        &["meta", "--osds", "2"],
+        &["creates_per_sec_4_clients", "sqlite_durable_tx_per_sec", "round_trips_per_sec_4_clients", "stat_median_us_stripes_2"],
+    );
+}

@@ -4,6 +4,7 @@
 mod attr;
 mod baseline;
 mod io;
+mod meta;
 pub mod report;
 mod target;
 
@@ -19,6 +20,10 @@ pub enum BenchCommand {
     Attr(attr::AttrArgs),
     /// READ and WRITE throughput against transfer size (seed 000 Fig. 9), beside raw TCP.
     Io(io::IoArgs),
+    /// Create, stat and remove latency and throughput against clients and stripe count on a
+    /// local cluster (seed 002 slides), beside a raw durable SQLite insert and an empty
+    /// metadata-server round trip.
+    Meta(meta::MetaArgs),
 }
 
 #[derive(Args, Clone)]
@@ -44,6 +49,7 @@ pub fn run(which: BenchCommand, common: CommonArgs) -> Result<()> {
     match which {
         BenchCommand::Attr(args) => attr::run(args, &common),
         BenchCommand::Io(args) => io::run(args, &common),
+        BenchCommand::Meta(args) => meta::run(args, &common),
     }
 }
 
