@@ -11,13 +11,15 @@
 //! | `dir_stripe` | dir -> default stripe unit / count / start OSD | inherited by new files |
 //! | `osd_alloc` | osd -> next object sequence | per-OSD object id allocation |
 //! | `pending_removal` | (osd, object id) | objects that must be removed from the OSDs |
+//! | `precreated` | (osd, first seq, last seq, ready) | object ranges made ahead of need; `ready` once they exist |
 
 use std::path::Path;
 
 use rusqlite::Connection;
 
-/// Schema version stored in `PRAGMA user_version`; a store written by another version is refused.
-pub const SCHEMA_VERSION: i64 = 1;
+/// Schema version stored in `PRAGMA user_version`; a store written by a newer version is
+/// refused. Version 1 lacked `precreated` and is upgraded in place (the table starts empty).
+pub const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -61,6 +63,13 @@ CREATE TABLE IF NOT EXISTS pending_removal (
     object_id INTEGER NOT NULL,
     PRIMARY KEY (osd, object_id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS precreated (
+    osd INTEGER NOT NULL,
+    first_seq INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    ready INTEGER NOT NULL,
+    PRIMARY KEY (osd, first_seq)
+) WITHOUT ROWID;
 ";
 
 /// Why a store could not be opened.
@@ -68,7 +77,7 @@ CREATE TABLE IF NOT EXISTS pending_removal (
 pub enum DbError {
     #[error("metadata store: {0}")]
     Sqlite(#[from] rusqlite::Error),
-    #[error("metadata store has schema version {found}, this build understands {SCHEMA_VERSION}")]
+    #[error("metadata store has schema version {found}, this build understands up to {SCHEMA_VERSION}")]
     Version { found: i64 },
     #[error("metadata store belongs to server {found}, not {expected}")]
     WrongServer { found: i64, expected: u32 },
@@ -83,7 +92,7 @@ pub fn open(path: &Path, server_index: u32) -> Result<Connection, DbError> {
     conn.pragma_update(None, "foreign_keys", "OFF")?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    if version != 0 && version != SCHEMA_VERSION {
+    if !(0..=SCHEMA_VERSION).contains(&version) {
         return Err(DbError::Version { found: version });
     }
     conn.execute_batch(SCHEMA)?;
@@ -95,5 +104,14 @@ pub fn open(path: &Path, server_index: u32) -> Result<Connection, DbError> {
     }
     // Sequence 1 on server 0 is the root; every server starts after it so ids never repeat.
     conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('next_inode', 2)", [])?;
+    Ok(conn)
+}
+
+/// A second connection to an opened store, for reads only: in WAL mode it reads the last
+/// committed state while the writer commits, so a lookup never waits behind an fsync.
+pub fn open_reader(path: &Path) -> Result<Connection, DbError> {
+    let conn = Connection::open(path)?;
+    conn.pragma_update(None, "query_only", true)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
     Ok(conn)
 }
