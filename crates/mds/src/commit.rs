@@ -1,21 +1,31 @@
-//! Group commit: many requests' steps share one durable SQLite commit, so the disk's flush
-//! (`synchronous=FULL`: an fsync of the WAL per COMMIT) is paid once per group, not per
-//! request, and no request is answered before its step is durable.
+//! Group commit with the flush outside the writer: many requests share one fdatasync of the
+//! WAL, the next requests' steps run while it flushes, and no request is answered before its
+//! step is on disk.
 //!
-//! Each step runs on its caller's thread, under the writer lock, inside a SAVEPOINT of the open
-//! transaction: a failing step rolls back only itself. After its step, the holder commits
-//! unless other threads are already waiting for the lock; then it leaves the transaction open
-//! for them and waits for the commit of its group. The last of a group to run finds nobody
-//! waiting and commits for all. A group is therefore exactly the requests that arrived while
-//! the previous commit was flushing, and a lone request commits at once, as without grouping.
-//!
-//! A step that fails also waits for its group's commit before answering: it may have judged by
-//! another step of the group (EEXIST from a name created in the same group), and must not
-//! answer by state that a failed commit then takes back.
+//! - Steps run on their callers' threads, one at a time under the writer lock, each in a
+//!   SAVEPOINT of the open transaction, so a failing step rolls back only itself. After its
+//!   step the holder commits unless other threads already wait for the lock (then the last of
+//!   them commits for all, at most [`GROUP_MAX`] steps a group).
+//! - COMMIT runs with `synchronous=NORMAL`: it appends the group's frames to the WAL and
+//!   returns without syncing. Each group gets a sequence number; whoever then needs a group
+//!   durable and finds no flush running flushes the WAL (fdatasync) for every group committed
+//!   so far, then wakes everyone. So one flush covers all groups committed while the previous
+//!   one ran, and steps never wait behind the disk while holding the writer lock.
+//! - SQLite's recovery keeps every transaction whose frames reached the WAL intact (frames are
+//!   checksummed in a chain), so a group committed before a completed flush survives a crash.
+//!   Checkpoints (run by SQLite inside a COMMIT) sync the WAL and the database themselves.
+//! - Readers see a commit as soon as COMMIT returns, before it is flushed; so a read waits,
+//!   before answering, until every group that had begun committing when it ended is durable
+//!   ([`GroupCommit::wait_visible_durable`]). Nothing answered is ever taken back by a crash.
+//! - A failed step still waits for its group: it may have judged by another step of the group
+//!   (EEXIST from a name created in it) and must not answer by state a failure takes back.
+//! - A failed fdatasync leaves the WAL's state on disk unknown: every later write is refused
+//!   with EIO until the server restarts and SQLite recovers from what is on disk.
 
 use std::collections::VecDeque;
+use std::fs::File;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use tessera_mds_proto::FsError;
@@ -35,9 +45,12 @@ struct Writer {
     last_group: u64,
 }
 
-struct Groups {
-    /// Every group up to this one has committed or failed.
-    finished: u64,
+struct Flush {
+    /// Every group up to this one has finished committing (or failed to).
+    committed: u64,
+    /// Every group up to this one is on disk.
+    durable: u64,
+    flushing: bool,
     failed: VecDeque<u64>,
 }
 
@@ -46,22 +59,65 @@ pub struct GroupCommit {
     writer: Mutex<Writer>,
     /// Threads waiting for `writer`.
     arriving: AtomicUsize,
-    groups: Mutex<Groups>,
-    finished: Condvar,
+    /// The WAL file, flushed outside the writer lock.
+    wal: File,
+    /// The last group whose COMMIT has begun: a reader may have seen it.
+    begun: AtomicU64,
+    broken: AtomicBool,
+    flush: Mutex<Flush>,
+    changed: Condvar,
+    /// Counters for tests and statistics: steps run and WAL flushes done.
+    steps: AtomicU64,
+    flushes: AtomicU64,
 }
 
 impl GroupCommit {
-    pub fn new(store: Store) -> GroupCommit {
+    /// `store` is the writer connection (with `synchronous=NORMAL`), `wal` its open WAL file.
+    pub fn new(store: Store, wal: File) -> GroupCommit {
         GroupCommit {
             writer: Mutex::new(Writer { store, open: None, last_group: 0 }),
             arriving: AtomicUsize::new(0),
-            groups: Mutex::new(Groups { finished: 0, failed: VecDeque::new() }),
-            finished: Condvar::new(),
+            wal,
+            begun: AtomicU64::new(0),
+            broken: AtomicBool::new(false),
+            flush: Mutex::new(Flush { committed: 0, durable: 0, flushing: false, failed: VecDeque::new() }),
+            changed: Condvar::new(),
+            steps: AtomicU64::new(0),
+            flushes: AtomicU64::new(0),
         }
     }
 
     /// Runs `step` atomically and returns its result once the step is durable.
     pub fn write<R>(&self, step: impl FnOnce(&mut Store) -> Result<R, FsError>) -> Result<R, FsError> {
+        let (group, result) = self.commit(step)?;
+        self.wait_durable(group)?;
+        result
+    }
+
+    /// Runs `step` atomically and returns once it is committed, without waiting for the
+    /// flush: only for steps whose loss in a crash is harmless (it leaves a state that start-up
+    /// repairs, such as a journal row for an object already removed). Durability follows
+    /// commit order, so any later durable step makes this one durable too.
+    pub fn write_relaxed<R>(&self, step: impl FnOnce(&mut Store) -> Result<R, FsError>) -> Result<R, FsError> {
+        self.commit(step)?.1
+    }
+
+    /// Waits until every group that may be visible to a read that has just ended is durable.
+    pub fn wait_visible_durable(&self) -> Result<(), FsError> {
+        self.wait_durable(self.begun.load(Ordering::SeqCst))
+    }
+
+    /// (steps run, WAL flushes done) since start.
+    pub fn counters(&self) -> (u64, u64) {
+        (self.steps.load(Ordering::Relaxed), self.flushes.load(Ordering::Relaxed))
+    }
+
+    /// Runs `step` in the open group (opening one if needed) and returns the group once it has
+    /// committed, with the step's result.
+    fn commit<R>(&self, step: impl FnOnce(&mut Store) -> Result<R, FsError>) -> Result<(u64, Result<R, FsError>), FsError> {
+        if self.broken.load(Ordering::SeqCst) {
+            return Err(FsError::Io);
+        }
         self.arriving.fetch_add(1, Ordering::SeqCst);
         // Poisoning: a step panicked; its savepoint was rolled back, so carrying on is safe.
         let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
@@ -75,12 +131,15 @@ impl GroupCommit {
             }
         };
         w.open = Some((group, steps + 1));
+        self.steps.fetch_add(1, Ordering::Relaxed);
         let outcome = in_savepoint(&mut w.store, step);
         // A panicking step commits the group at once, so nobody waits on a group left open.
         if outcome.is_ok() && self.arriving.load(Ordering::SeqCst) > 0 && steps + 1 < GROUP_MAX {
             drop(w);
-            return self.wait(group).and_then(|()| outcome.unwrap_or_else(|p| resume_unwind(p)));
+            self.wait_committed(group)?;
+            return Ok((group, outcome.unwrap_or_else(|p| resume_unwind(p))));
         }
+        self.begun.store(group, Ordering::SeqCst);
         let committed = exec(w.store.conn(), "COMMIT", []).map(drop);
         if committed.is_err() {
             // A failed COMMIT may leave the transaction open; the next group must start clean.
@@ -90,31 +149,63 @@ impl GroupCommit {
         self.finish(group, committed.is_ok());
         drop(w);
         let result = outcome.unwrap_or_else(|p| resume_unwind(p));
-        committed.and(result)
+        committed.map(|()| (group, result))
     }
 
     fn finish(&self, group: u64, ok: bool) {
-        let mut g = self.groups.lock().unwrap_or_else(|p| p.into_inner());
-        g.finished = group;
+        let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
+        f.committed = group;
         if !ok {
             tracing::error!(group, "group commit failed; its requests get EIO");
-            g.failed.push_back(group);
-            if g.failed.len() > FAILED_KEPT {
-                g.failed.pop_front();
+            f.failed.push_back(group);
+            if f.failed.len() > FAILED_KEPT {
+                f.failed.pop_front();
             }
         }
-        self.finished.notify_all();
+        self.changed.notify_all();
     }
 
-    fn wait(&self, group: u64) -> Result<(), FsError> {
-        let mut g = self.groups.lock().unwrap_or_else(|p| p.into_inner());
-        while g.finished < group {
-            g = self.finished.wait(g).unwrap_or_else(|p| p.into_inner());
+    fn wait_committed(&self, group: u64) -> Result<(), FsError> {
+        let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
+        while f.committed < group {
+            f = self.changed.wait(f).unwrap_or_else(|p| p.into_inner());
         }
-        if g.failed.contains(&group) {
+        if f.failed.contains(&group) {
             Err(FsError::Io)
         } else {
             Ok(())
+        }
+    }
+
+    /// Returns once `group` is on disk, flushing the WAL if no flush that covers it is running.
+    fn wait_durable(&self, group: u64) -> Result<(), FsError> {
+        let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if f.durable >= group {
+                return Ok(());
+            }
+            if self.broken.load(Ordering::SeqCst) {
+                return Err(FsError::Io);
+            }
+            if !f.flushing && f.committed > f.durable {
+                f.flushing = true;
+                let target = f.committed;
+                drop(f);
+                let synced = self.wal.sync_data();
+                self.flushes.fetch_add(1, Ordering::Relaxed);
+                f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
+                f.flushing = false;
+                match synced {
+                    Ok(()) => f.durable = f.durable.max(target),
+                    Err(e) => {
+                        tracing::error!(%e, "flushing the metadata WAL failed; refusing writes until restart");
+                        self.broken.store(true, Ordering::SeqCst);
+                    }
+                }
+                self.changed.notify_all();
+                continue;
+            }
+            f = self.changed.wait(f).unwrap_or_else(|p| p.into_inner());
         }
     }
 }

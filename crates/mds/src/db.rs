@@ -50,7 +50,9 @@ CREATE TABLE IF NOT EXISTS file_objects (
     object_id INTEGER NOT NULL,
     PRIMARY KEY (ino, slot)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS file_objects_by_object ON file_objects (osd, object_id);
+-- Version 1 indexed objects for repair; repair now reads the table once, and every create
+-- and unlink saves the index update.
+DROP INDEX IF EXISTS file_objects_by_object;
 CREATE TABLE IF NOT EXISTS dir_stripe (
     dir INTEGER PRIMARY KEY,
     stripe_unit INTEGER NOT NULL,
@@ -81,14 +83,18 @@ pub enum DbError {
     Version { found: i64 },
     #[error("metadata store belongs to server {found}, not {expected}")]
     WrongServer { found: i64, expected: u32 },
+    #[error("metadata store: cannot open its WAL {}: {source}", path.display())]
+    Wal { path: std::path::PathBuf, source: std::io::Error },
 }
 
-/// Opens (creating if needed) the store at `path` for server `server_index`. WAL mode with
-/// `synchronous=FULL`: a namespace change acknowledged to a client survives power loss.
+/// Opens (creating if needed) the store at `path` for server `server_index`: the writer
+/// connection. WAL mode with `synchronous=NORMAL`: COMMIT does not sync; [`crate::commit`]
+/// flushes the WAL itself before anything is acknowledged, so a namespace change acknowledged
+/// to a client survives power loss.
 pub fn open(path: &Path, server_index: u32) -> Result<Connection, DbError> {
     let conn = Connection::open(path)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "OFF")?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
@@ -105,6 +111,14 @@ pub fn open(path: &Path, server_index: u32) -> Result<Connection, DbError> {
     // Sequence 1 on server 0 is the root; every server starts after it so ids never repeat.
     conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('next_inode', 2)", [])?;
     Ok(conn)
+}
+
+/// The WAL file of the store at `path` (it exists once a connection has read the store), for
+/// flushing it.
+pub fn open_wal(path: &Path) -> Result<std::fs::File, DbError> {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::OpenOptions::new().read(true).write(true).open(&wal).map_err(|source| DbError::Wal { path: wal.into(), source })
 }
 
 /// A second connection to an opened store, for reads only: in WAL mode it reads the last

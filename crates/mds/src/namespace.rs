@@ -1,7 +1,7 @@
 //! [`Namespace`]: how the server reaches its SQLite store. Writes go through one connection
 //! with group commit ([`crate::commit`]); reads go through a pool of reader connections,
 //! each call in one read transaction (a consistent snapshot of committed state). In WAL mode
-//! readers never wait for the writer, so a lookup is not held up by another request's fsync.
+//! readers never wait for the writer; a read answers once what it saw is durable.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -27,7 +27,10 @@ impl Namespace {
     pub fn open(path: &Path, server: u32, now: Timespec) -> Result<Namespace, NamespaceError> {
         let conn = db::open(path, server)?;
         let store = Store::new(conn, server, now).map_err(NamespaceError::Store)?;
-        Ok(Namespace { writer: GroupCommit::new(store), path: path.to_path_buf(), server, readers: Mutex::new(Vec::new()) })
+        let wal = db::open_wal(path)?;
+        // What opening wrote (schema, root) is durable before anything is answered.
+        wal.sync_data().map_err(|source| DbError::Wal { path: path.to_path_buf(), source })?;
+        Ok(Namespace { writer: GroupCommit::new(store, wal), path: path.to_path_buf(), server, readers: Mutex::new(Vec::new()) })
     }
 
     pub fn server(&self) -> u32 {
@@ -37,6 +40,17 @@ impl Namespace {
     /// Runs one mutating step atomically; returns once it is durable.
     pub fn write<R>(&self, step: impl FnOnce(&mut Store) -> Result<R, FsError>) -> Result<R, FsError> {
         self.writer.write(step)
+    }
+
+    /// Runs one mutating step atomically; returns once committed, before it is durable. Only
+    /// for steps whose loss in a crash is harmless ([`GroupCommit::write_relaxed`]).
+    pub fn write_relaxed<R>(&self, step: impl FnOnce(&mut Store) -> Result<R, FsError>) -> Result<R, FsError> {
+        self.writer.write_relaxed(step)
+    }
+
+    /// (steps written, WAL flushes) since open.
+    pub fn commit_counters(&self) -> (u64, u64) {
+        self.writer.counters()
     }
 
     /// Runs `read` on a snapshot of the committed state.
@@ -62,6 +76,8 @@ impl Namespace {
                 idle.push(store);
             }
         }
+        // The snapshot may hold commits not yet flushed: answer only once they are durable.
+        self.writer.wait_visible_durable()?;
         result
     }
 }

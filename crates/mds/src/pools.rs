@@ -206,7 +206,9 @@ impl Shared {
         };
         let first = object_id(self.ns.server(), range.first);
         match self.objects.create_range(osd, first, range.count() as u16) {
-            Ok(()) => self.ns.write(|s| s.precreate_ready(&range)).map(|()| Batch::Ready),
+            // Relaxed: a create that takes from the range commits later, so its durability
+            // implies this step's; lost alone, the range is retried and found to exist.
+            Ok(()) => self.ns.write_relaxed(|s| s.precreate_ready(&range)).map(|()| Batch::Ready),
             Err(e) if e.refused() => {
                 tracing::warn!(osd, ?range, %e, "OSD refused a precreate; abandoning the range");
                 self.abandon(&range)?;

@@ -221,6 +221,11 @@ impl Store {
 
     fn alloc_inode(&self, tx: &Connection) -> Result<InodeId, FsError> {
         let local = self.next_inode(tx)?;
+        self.claim_inode(tx, local)
+    }
+
+    /// Allocates inode `local`, which [`Store::next_inode`] just returned in this step.
+    fn claim_inode(&self, tx: &Connection, local: u64) -> Result<InodeId, FsError> {
         if local > InodeId::LOCAL_MAX {
             return Err(FsError::NoSpace);
         }

@@ -5,12 +5,14 @@
 //! the high bits keeps several metadata servers from ever picking the same id on one OSD without
 //! talking to each other, and every id stays far above OSD-2's reserved range below 0x10000.
 
+use std::collections::HashSet;
+
 use rusqlite::{params, Connection};
 use tessera_layout::StripeLayout;
 use tessera_mds_proto::request::NewInode;
 use tessera_mds_proto::{FileLayout, FileType, FsError, InodeId, ObjectRef, StripeHint, Timespec};
 
-use super::precreate::{has_precreated, take_precreated, ObjectSeq};
+use super::precreate::{has_precreated, take_precreated, ObjectSeq, Range};
 use super::{exec, insert_inode, io, load_inode, new_row, query_opt, InodeRow, Store};
 
 /// Bits of an object id that hold the per-OSD sequence.
@@ -133,22 +135,26 @@ impl Store {
         let next = self.next_inode(tx)?;
         let (stripe, start) = resolve(&hint, osd_count, next)?;
         let osds: Vec<u32> = (0..stripe.stripe_count()).map(|slot| (start + slot) % osd_count).collect();
+        // Nothing is written until every slot's pool is known to hold an object: checked for
+        // the others, found by taking for the first.
         let mut empty = Vec::new();
-        for &osd in &osds {
+        for &osd in &osds[1..] {
             if !has_precreated(tx, osd)? {
                 empty.push(osd);
             }
         }
-        if !empty.is_empty() {
+        let first = if empty.is_empty() { take_precreated(tx, osds[0])? } else { None };
+        let Some(first) = first else {
+            empty.insert(0, osds[0]);
             return Ok(Create::PoolEmpty(empty));
-        }
-        let ino = self.alloc_inode(tx)?;
+        };
+        let ino = self.claim_inode(tx, next)?;
         let row = new_row(ino, FileType::Regular, new, InodeId(0), now);
         insert_inode(tx, &row, Some(stripe.stripe_unit()))?;
         Self::add_entry(tx, parent, name, ino, FileType::Regular, now)?;
         let mut objects = Vec::with_capacity(osds.len());
         for (slot, &osd) in osds.iter().enumerate() {
-            let ObjectSeq(seq) = take_precreated(tx, osd)?.ok_or(FsError::Io)?;
+            let ObjectSeq(seq) = if slot == 0 { first } else { take_precreated(tx, osd)?.ok_or(FsError::Io)? };
             let o = ObjectRef { osd, object_id: object_id(self.server, seq) };
             exec(
                 tx,
@@ -228,12 +234,32 @@ impl Store {
         Ok(())
     }
 
-    /// Whether an object id on `osd` is accounted for: a file's object, journaled, or in a
-    /// precreated range.
-    pub fn knows_object(&self, o: ObjectRef) -> Result<bool, FsError> {
-        let id = o.object_id as i64;
-        let known = query_opt(&self.conn, "SELECT 1 FROM file_objects WHERE osd = ?1 AND object_id = ?2", params![o.osd, id], |_| Ok(()))?.is_some()
-            || query_opt(&self.conn, "SELECT 1 FROM pending_removal WHERE osd = ?1 AND object_id = ?2", params![o.osd, id], |_| Ok(()))?.is_some();
-        Ok(known || super::precreate::in_precreated(&self.conn, o.osd, object_seq(o.object_id))?)
+    /// Everything that accounts for an object this server allocated, for repair.
+    pub fn accounting(&self) -> Result<Accounting, FsError> {
+        let refs = |sql: &str| -> Result<HashSet<ObjectRef>, FsError> {
+            let mut stmt = self.conn.prepare_cached(sql).map_err(io)?;
+            let rows = stmt.query_map([], |r| Ok(ObjectRef { osd: r.get(0)?, object_id: r.get::<_, i64>(1)? as u64 })).map_err(io)?;
+            rows.collect::<Result<_, _>>().map_err(io)
+        };
+        Ok(Accounting {
+            files: refs("SELECT osd, object_id FROM file_objects")?,
+            journal: refs("SELECT osd, object_id FROM pending_removal")?,
+            ranges: self.precreated_ranges()?,
+        })
+    }
+}
+
+/// What accounts for this server's objects: files, the removal journal, precreated ranges.
+pub struct Accounting {
+    files: HashSet<ObjectRef>,
+    journal: HashSet<ObjectRef>,
+    ranges: Vec<Range>,
+}
+
+impl Accounting {
+    /// Whether `o` is a file's object, journaled, or in a precreated range.
+    pub fn knows(&self, o: ObjectRef) -> bool {
+        let seq = object_seq(o.object_id);
+        self.files.contains(&o) || self.journal.contains(&o) || self.ranges.iter().any(|r| r.osd == o.osd && (r.first..=r.last).contains(&seq))
     }
 }

@@ -11,7 +11,7 @@
 //! A range that is not ready after a failure or a crash may or may not exist on its OSD:
 //! [`Store::abandon_precreate`] moves its ids into the removal journal, whose drain removes
 //! whatever exists. So every id this server allocated is, at every instant, in a range, a file
-//! or the journal, and repair ([`Store::knows_object`]) accounts for all three.
+//! or the journal, and repair ([`Store::accounting`]) accounts for all three.
 
 use rusqlite::{params, Connection};
 use tessera_mds_proto::{FsError, ObjectRef};
@@ -61,17 +61,6 @@ pub(crate) fn take_precreated(conn: &Connection, osd: u32) -> Result<Option<Obje
         exec(conn, "UPDATE precreated SET first_seq = ?3 WHERE osd = ?1 AND first_seq = ?2", params![osd, first as i64, first as i64 + 1])?;
     }
     Ok(Some(ObjectSeq(first)))
-}
-
-/// Whether sequence `seq` of `osd` lies in a precreated range, ready or not.
-pub(crate) fn in_precreated(conn: &Connection, osd: u32, seq: u64) -> Result<bool, FsError> {
-    let hit = query_opt(
-        conn,
-        "SELECT 1 FROM precreated WHERE osd = ?1 AND first_seq <= ?2 AND last_seq >= ?2 LIMIT 1",
-        params![osd, seq as i64],
-        |_| Ok(()),
-    )?;
-    Ok(hit.is_some())
 }
 
 impl Store {
@@ -125,6 +114,11 @@ impl Store {
     /// Ranges reserved but never marked ready (a crash or failure between the steps).
     pub fn unready_precreates(&self) -> Result<Vec<Range>, FsError> {
         self.ranges("SELECT osd, first_seq, last_seq FROM precreated WHERE ready = 0 ORDER BY osd, first_seq")
+    }
+
+    /// Every precreated range, ready or not.
+    pub fn precreated_ranges(&self) -> Result<Vec<Range>, FsError> {
+        self.ranges("SELECT osd, first_seq, last_seq FROM precreated ORDER BY osd, first_seq")
     }
 
     /// Ready objects per OSD, for OSDs that have any.
