@@ -224,3 +224,123 @@ fn in_savepoint<R>(store: &mut Store, step: impl FnOnce(&mut Store) -> Result<R,
     };
     outcome.map(|result| closed.and(result))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use tessera_mds_proto::request::NewInode;
+    use tessera_mds_proto::{InodeId, Timespec};
+
+    use super::*;
+    use crate::db;
+
+    const DIR: NewInode = NewInode { mode: 0o755, uid: 0, gid: 0 };
+
+    fn open(dir: &std::path::Path) -> GroupCommit {
+        let path = dir.join("mds.db");
+        let store = Store::new(db::open(&path, 0).unwrap(), 0, Timespec::default()).unwrap();
+        GroupCommit::new(store, db::open_wal(&path).unwrap())
+    }
+
+    fn mkdir(gc: &GroupCommit, name: &str) -> Result<InodeId, FsError> {
+        gc.write(|s| s.mkdir(InodeId::ROOT, name, &DIR, Timespec::default()).map(|r| r.ino))
+    }
+
+    /// Runs `first` (a step that returns only once another thread waits for the writer) and
+    /// `second` concurrently; both land in one group.
+    fn in_one_group<A: Send, B: Send>(
+        gc: &Arc<GroupCommit>,
+        first: impl FnOnce(&mut Store) -> Result<A, FsError> + Send,
+        second: impl FnOnce(&mut Store) -> Result<B, FsError> + Send,
+    ) -> (Result<A, FsError>, Result<B, FsError>) {
+        std::thread::scope(|s| {
+            let a = s.spawn(|| {
+                gc.write(|store| {
+                    while gc.arriving.load(Ordering::SeqCst) == 0 {
+                        std::thread::yield_now();
+                    }
+                    first(store)
+                })
+            });
+            while gc.steps.load(Ordering::SeqCst) == 0 {
+                std::thread::yield_now();
+            }
+            let b = s.spawn(|| gc.write(second));
+            (a.join().unwrap(), b.join().unwrap())
+        })
+    }
+
+    #[test]
+    fn steps_that_overlap_share_one_commit_and_one_flush() {
+        let tmp = tempfile::tempdir().unwrap();
+        let gc = Arc::new(open(tmp.path()));
+        let (a, b) = in_one_group(
+            &gc,
+            |s| s.mkdir(InodeId::ROOT, "a", &DIR, Timespec::default()),
+            |s| s.mkdir(InodeId::ROOT, "b", &DIR, Timespec::default()),
+        );
+        assert!(a.is_ok() && b.is_ok());
+        assert_eq!(gc.counters(), (2, 1), "two steps, one WAL flush");
+        // A lone step commits and flushes at once.
+        mkdir(&gc, "c").unwrap();
+        assert_eq!(gc.counters(), (3, 2));
+    }
+
+    #[test]
+    fn a_failing_step_rolls_back_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let gc = Arc::new(open(tmp.path()));
+        mkdir(&gc, "taken").unwrap();
+        let (a, b) = in_one_group(
+            &gc,
+            |s| {
+                // Writes, then fails: the savepoint takes the write back.
+                s.mkdir(InodeId::ROOT, "half", &DIR, Timespec::default())?;
+                s.mkdir(InodeId::ROOT, "taken", &DIR, Timespec::default())
+            },
+            |s| s.mkdir(InodeId::ROOT, "b", &DIR, Timespec::default()),
+        );
+        assert_eq!(a.map(drop), Err(FsError::Exists));
+        assert!(b.is_ok());
+        let names = gc.write(|s| Ok(s.readdir(InodeId::ROOT, None, 100)?.0.into_iter().map(|e| e.name).collect::<Vec<_>>())).unwrap();
+        assert_eq!(names, vec!["b".to_string(), "taken".to_string()]);
+    }
+
+    #[test]
+    fn a_panicking_step_rolls_back_and_the_writer_carries_on() {
+        let tmp = tempfile::tempdir().unwrap();
+        let gc = open(tmp.path());
+        let panicked = catch_unwind(AssertUnwindSafe(|| {
+            gc.write::<()>(|s| {
+                s.mkdir(InodeId::ROOT, "ghost", &DIR, Timespec::default())?;
+                panic!("step bug")
+            })
+        }));
+        assert!(panicked.is_err());
+        mkdir(&gc, "after").unwrap();
+        assert_eq!(gc.write(|s| s.lookup(InodeId::ROOT, "ghost").map(drop)), Err(FsError::NotFound));
+    }
+
+    #[test]
+    fn what_was_acknowledged_is_there_after_reopening() {
+        let tmp = tempfile::tempdir().unwrap();
+        let acked: Vec<String> = {
+            let gc = Arc::new(open(tmp.path()));
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..4)
+                    .map(|t| {
+                        let gc = &gc;
+                        s.spawn(move || (0..50).filter_map(|i| mkdir(gc, &format!("d{t}-{i}")).ok().map(|_| format!("d{t}-{i}"))).collect::<Vec<_>>())
+                    })
+                    .collect();
+                handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+            })
+        };
+        assert_eq!(acked.len(), 200);
+        let gc = open(tmp.path());
+        for name in &acked {
+            gc.write(|s| s.lookup(InodeId::ROOT, name).map(drop)).unwrap();
+        }
+    }
+}

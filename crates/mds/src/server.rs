@@ -30,9 +30,10 @@ use crate::store::{InodeRow, Store};
 /// Directory levels a rename walks up looking for a loop; deeper trees get EIO rather than
 /// an unbounded walk across servers.
 pub const DEPTH_MAX: usize = 4096;
-/// Times a create refills an empty pool and tries again before it answers EIO (other creates
-/// may empty a refilled pool first).
-const CREATE_ATTEMPTS: usize = 4;
+/// Times a create refills an empty pool and tries again before it answers EIO. Every refill
+/// adds a batch, so only creates racing for the same objects can make another attempt
+/// necessary; the bound only stops a pathological loop.
+const CREATE_ATTEMPTS: usize = 1000;
 
 #[derive(Clone, Debug)]
 pub struct MdsConfig {

@@ -1,11 +1,15 @@
-//! The two floors under a metadata operation, measured in the same run as `bench meta`:
+//! The floors under a metadata operation, measured in the same run as `bench meta`:
 //!
-//! - a raw SQLite transaction that inserts one inode-sized row, on the same disk, with the
-//!   metadata server's settings (WAL, `synchronous=FULL`): what one durable commit costs here,
-//!   one after another. Creates per second above this rate mean commits are shared.
+//! - a raw SQLite transaction that inserts one inode-sized row, on the same disk, durably the
+//!   way SQLite does it alone (WAL, `synchronous=FULL`: an fsync per COMMIT): what a server
+//!   committing each request by itself would pay, one after another. Creates per second above
+//!   this rate mean commits are shared.
+//! - the disk's flush: a 4 KiB overwrite and fdatasync of one file, what the server's WAL
+//!   flush costs at least; no durable create can answer faster.
 //! - an empty metadata-server round trip (`ClusterMap`, which touches no database) from the
 //!   same number of clients: the protocol, the loopback network and the server's threads.
 
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -33,6 +37,20 @@ pub fn sqlite_durable_inserts(dir: &Path, count: usize) -> Result<Phase> {
         tx.prepare_cached("INSERT INTO rows VALUES (?1, 1, 420, 1000, 100, ?2, ?2, ?2, ?3)")?
             .execute(params![i as i64, 1_700_000_000_000_000_000i64 + i as i64, format!("f{i}")])?;
         tx.commit()?;
+        Ok(())
+    })
+}
+
+/// `count` overwrites of a 4 KiB block of a 64 KiB file in `dir`, each followed by fdatasync.
+pub fn disk_flushes(dir: &Path, count: usize) -> Result<Phase> {
+    let path = dir.join("baseline.flush");
+    let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path)?;
+    file.write_all_at(&[0u8; 65536], 0)?;
+    file.sync_all()?;
+    let block = [0xA5u8; 4096];
+    phase::run(&[()], count, |_, i| {
+        file.write_all_at(&block, (i % 16) as u64 * 4096)?;
+        file.sync_data()?;
         Ok(())
     })
 }

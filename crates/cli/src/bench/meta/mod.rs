@@ -30,6 +30,8 @@ use crate::cluster::{ClusterSpec, LocalCluster};
 
 /// Stripe unit of every bench file (no data is written; it only shapes the layout).
 const STRIPE_UNIT: u64 = 1 << 20;
+/// Untimed creates and unlinks per client before a sweep point.
+const WARMUP: usize = 20;
 
 #[derive(Args, Clone)]
 pub struct MetaArgs {
@@ -80,10 +82,14 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
     report.param("dir", dir.display().to_string());
 
     let sqlite = baseline::sqlite_durable_inserts(&dir, files.max(200))?;
-    report.row(json!({"section": "baseline", "op": "sqlite durable insert", "clients": 1,
-        "ops_per_sec": sqlite.ops_per_sec(), "median_us": sqlite.median_us(), "p99_us": sqlite.p99_us()}));
+    let flush = baseline::disk_flushes(&dir, files.max(200))?;
+    for (op, p) in [("sqlite durable insert", &sqlite), ("disk flush (4 KiB + fdatasync)", &flush)] {
+        report.row(json!({"section": "baseline", "op": op, "clients": 1,
+            "ops_per_sec": p.ops_per_sec(), "median_us": p.median_us(), "p99_us": p.p99_us()}));
+    }
     report.summary("sqlite_durable_tx_per_sec", sqlite.ops_per_sec());
     report.summary("sqlite_durable_tx_median_us", sqlite.median_us());
+    report.summary("disk_flush_median_us", flush.median_us());
 
     let exe = std::env::current_exe().context("finding the tessera executable")?;
     let spec = ClusterSpec { stripe_unit: STRIPE_UNIT, stripe_count: 1, ..ClusterSpec::new(args.osds) };
@@ -193,16 +199,19 @@ fn stripes_plot_path(png: &Path) -> PathBuf {
 }
 
 /// Makes `top` striped over `stripe_count` OSDs and opens it from `k` separate clients, each
-/// warmed up by one create and unlink (connections open outside the timed phases).
+/// warmed up by [`WARMUP`] creates and unlinks (connections open, caches fill, the server's
+/// pools are made, all outside the timed phases).
 fn open_workers(admin: &Client, config: &tessera_client::ClusterConfig, top: &str, k: usize, stripe_count: u32) -> Result<Vec<Worker>> {
     admin.mkdir(top, 0o755)?;
     admin.setstripe(top, Some(StripeHint { stripe_unit: STRIPE_UNIT, stripe_count, start_osd: None }))?;
     (0..k)
         .map(|c| {
             let dir = Client::connect(config)?.open_dir(top)?;
-            let warm = format!("warm{c}");
-            dir.create(&warm, 0o644, None)?;
-            dir.unlink(&warm)?;
+            for i in 0..WARMUP {
+                let warm = format!("warm{c}-{i}");
+                dir.create(&warm, 0o644, None)?;
+                dir.unlink(&warm)?;
+            }
             Ok((c, dir))
         })
         .collect()
