@@ -24,7 +24,7 @@ use crate::namespace::{Namespace, NamespaceError};
 use crate::objects::DataObjects;
 use crate::peer::MdsConnection;
 use crate::pools::{Pools, PrecreateConfig};
-use crate::store::files::{self, Create};
+use crate::store::files::{self, Create, StripePolicy};
 use crate::store::{InodeRow, Store};
 
 /// Directory levels a rename walks up looking for a loop; deeper trees get EIO rather than
@@ -301,10 +301,9 @@ impl Mds {
     /// entry and its layout. An empty pool is refilled here (one batch CREATE) and the step
     /// tried again; after that the background filler keeps ahead.
     fn create(&self, parent: InodeId, name: &str, new: &NewInode, stripe: Option<StripeHint>) -> Result<Reply, FsError> {
-        let default = self.config.default_stripe;
-        let osd_count = self.osd_count();
+        let policy = StripePolicy { default: self.config.default_stripe, osd_count: self.osd_count() };
         for _ in 0..CREATE_ATTEMPTS {
-            match self.ns.write(|s| s.create_file(parent, name, new, stripe, &default, osd_count, now()))? {
+            match self.ns.write(|s| s.create_file(parent, name, new, stripe, &policy, now()))? {
                 Create::Made(f) => {
                     self.pools.took(f.layout.objects.iter().map(|o| o.osd));
                     return Ok(Reply::Created { attr: f.row.attr(0), layout: f.layout });

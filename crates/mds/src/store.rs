@@ -289,13 +289,13 @@ impl Store {
     /// striping, as `lfs setstripe` directories do.
     pub fn mkdir(&mut self, parent: InodeId, name: &str, new: &NewInode, now: Timespec) -> Result<InodeRow, FsError> {
         let tx = &self.conn;
-        self.check_free(&tx, parent, name)?;
-        let ino = self.alloc_inode(&tx)?;
+        self.check_free(tx, parent, name)?;
+        let ino = self.alloc_inode(tx)?;
         let row = new_row(ino, FileType::Directory, new, parent, now);
-        insert_inode(&tx, &row, None)?;
-        Self::add_entry(&tx, parent, name, ino, FileType::Directory, now)?;
-        if let Some(hint) = files::dir_stripe(&tx, parent)? {
-            files::put_dir_stripe(&tx, ino, Some(hint))?;
+        insert_inode(tx, &row, None)?;
+        Self::add_entry(tx, parent, name, ino, FileType::Directory, now)?;
+        if let Some(hint) = files::dir_stripe(tx, parent)? {
+            files::put_dir_stripe(tx, ino, Some(hint))?;
         }
         Ok(row)
     }
@@ -303,18 +303,18 @@ impl Store {
     /// The inode half of a mkdir whose entry lives on another server (`PeerCreateDir`).
     pub fn create_dir_inode(&mut self, parent: InodeId, new: &NewInode, stripe: Option<StripeHint>, now: Timespec) -> Result<InodeRow, FsError> {
         let tx = &self.conn;
-        let ino = self.alloc_inode(&tx)?;
+        let ino = self.alloc_inode(tx)?;
         let row = new_row(ino, FileType::Directory, new, parent, now);
-        insert_inode(&tx, &row, None)?;
-        files::put_dir_stripe(&tx, ino, stripe)?;
+        insert_inode(tx, &row, None)?;
+        files::put_dir_stripe(tx, ino, stripe)?;
         Ok(row)
     }
 
     /// The entry half of a cross-server mkdir: links an inode homed elsewhere.
     pub fn link_entry(&mut self, dir: InodeId, name: &str, ino: InodeId, kind: FileType, now: Timespec) -> Result<(), FsError> {
         let tx = &self.conn;
-        self.check_free(&tx, dir, name)?;
-        Self::add_entry(&tx, dir, name, ino, kind, now)?;
+        self.check_free(tx, dir, name)?;
+        Self::add_entry(tx, dir, name, ino, kind, now)?;
         Ok(())
     }
 
@@ -327,7 +327,7 @@ impl Store {
         if n == 0 {
             return Err(FsError::NotFound);
         }
-        Self::touch_dir(&tx, dir, now)?;
+        Self::touch_dir(tx, dir, now)?;
         Ok(())
     }
 
@@ -348,27 +348,27 @@ impl Store {
     /// server; remove it there (`PeerRemoveDir`), then [`Store::drop_entry`].
     pub fn rmdir(&mut self, parent: InodeId, name: &str, now: Timespec) -> Result<Option<InodeId>, FsError> {
         let tx = &self.conn;
-        self.load_dir(&tx, parent)?;
-        let entry = Self::entry(&tx, parent, name)?.ok_or(FsError::NotFound)?;
+        self.load_dir(tx, parent)?;
+        let entry = Self::entry(tx, parent, name)?.ok_or(FsError::NotFound)?;
         if entry.kind != FileType::Directory {
             return Err(FsError::NotDir);
         }
         if entry.ino.server() != self.server {
             return Ok(Some(entry.ino));
         }
-        Self::delete_dir_inode(&tx, entry.ino)?;
+        Self::delete_dir_inode(tx, entry.ino)?;
         exec(tx, "DELETE FROM dentries WHERE dir = ?1 AND name = ?2", params![parent.0 as i64, name])?;
-        Self::touch_dir(&tx, parent, now)?;
+        Self::touch_dir(tx, parent, now)?;
         Ok(None)
     }
 
     /// `PeerRemoveDir`: removes an empty directory inode homed here.
     pub fn remove_dir_inode(&mut self, ino: InodeId) -> Result<(), FsError> {
         let tx = &self.conn;
-        if self.load_dir(&tx, ino)?.ino == InodeId::ROOT {
+        if self.load_dir(tx, ino)?.ino == InodeId::ROOT {
             return Err(FsError::Busy);
         }
-        Self::delete_dir_inode(&tx, ino)?;
+        Self::delete_dir_inode(tx, ino)?;
         Ok(())
     }
 
@@ -377,12 +377,12 @@ impl Store {
             return Err(FsError::Invalid);
         }
         let tx = &self.conn;
-        self.check_free(&tx, parent, name)?;
-        let ino = self.alloc_inode(&tx)?;
+        self.check_free(tx, parent, name)?;
+        let ino = self.alloc_inode(tx)?;
         let mut row = new_row(ino, FileType::Symlink, &NewInode { mode: 0o777, ..*new }, InodeId(0), now);
         row.symlink = Some(target.to_string());
-        insert_inode(&tx, &row, None)?;
-        Self::add_entry(&tx, parent, name, ino, FileType::Symlink, now)?;
+        insert_inode(tx, &row, None)?;
+        Self::add_entry(tx, parent, name, ino, FileType::Symlink, now)?;
         Ok(row)
     }
 
@@ -415,7 +415,7 @@ impl Store {
     pub fn setattr(&mut self, ino: InodeId, c: &SetAttrs, now: Timespec) -> Result<InodeRow, FsError> {
         let tx = &self.conn;
         self.check_local(ino)?;
-        let mut row = load_inode(&tx, ino)?;
+        let mut row = load_inode(tx, ino)?;
         if let Some(mode) = c.mode {
             row.mode = mode & MODE_MASK;
         }

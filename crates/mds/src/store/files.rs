@@ -35,6 +35,13 @@ pub fn object_seq(object_id: u64) -> u64 {
     object_id & ((1 << OBJECT_SEQ_BITS) - 1)
 }
 
+/// The server's striping: the default for directories without their own, over how many OSDs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StripePolicy {
+    pub default: StripeHint,
+    pub osd_count: u32,
+}
+
 /// A created file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewFile {
@@ -122,15 +129,15 @@ impl Store {
         name: &str,
         new: &NewInode,
         hint: Option<StripeHint>,
-        default: &StripeHint,
-        osd_count: u32,
+        policy: &StripePolicy,
         now: Timespec,
     ) -> Result<Create, FsError> {
         let tx = &self.conn;
+        let osd_count = policy.osd_count;
         self.check_free(tx, parent, name)?;
         let hint = match hint {
             Some(h) => h,
-            None => dir_stripe(tx, parent)?.unwrap_or(*default),
+            None => dir_stripe(tx, parent)?.unwrap_or(policy.default),
         };
         let next = self.next_inode(tx)?;
         let (stripe, start) = resolve(&hint, osd_count, next)?;
@@ -170,16 +177,16 @@ impl Store {
     /// and returned for the caller to remove from the OSDs.
     pub fn unlink(&mut self, parent: InodeId, name: &str, now: Timespec) -> Result<Vec<ObjectRef>, FsError> {
         let tx = &self.conn;
-        self.load_dir(&tx, parent)?;
-        let entry = Self::entry(&tx, parent, name)?.ok_or(FsError::NotFound)?;
+        self.load_dir(tx, parent)?;
+        let entry = Self::entry(tx, parent, name)?.ok_or(FsError::NotFound)?;
         if entry.kind == FileType::Directory {
             return Err(FsError::IsDir);
         }
         // Files and symlinks always live on their directory's server.
         assert_eq!(entry.ino.server(), self.server, "non-directory {entry:?} homed away from its directory");
-        let objects = drop_file(&tx, entry.ino)?;
+        let objects = drop_file(tx, entry.ino)?;
         exec(tx, "DELETE FROM dentries WHERE dir = ?1 AND name = ?2", params![parent.0 as i64, name])?;
-        Self::touch_dir(&tx, parent, now)?;
+        Self::touch_dir(tx, parent, now)?;
         Ok(objects)
     }
 

@@ -24,10 +24,10 @@ impl Store {
         check_name(src_name)?;
         check_name(dst_name)?;
         let tx = &self.conn;
-        self.load_dir(&tx, src_parent)?;
-        self.load_dir(&tx, dst_parent)?;
-        let src = Self::entry(&tx, src_parent, src_name)?.ok_or(FsError::NotFound)?;
-        let dst = Self::entry(&tx, dst_parent, dst_name)?;
+        self.load_dir(tx, src_parent)?;
+        self.load_dir(tx, dst_parent)?;
+        let src = Self::entry(tx, src_parent, src_name)?.ok_or(FsError::NotFound)?;
+        let dst = Self::entry(tx, dst_parent, dst_name)?;
         if dst.as_ref().is_some_and(|d| d.ino == src.ino) {
             return Ok(Vec::new()); // same file: POSIX says do nothing
         }
@@ -48,14 +48,14 @@ impl Store {
                 (true, false) => return Err(FsError::NotDir),
                 (false, true) => return Err(FsError::IsDir),
                 (true, true) if d.ino.server() != self.server => return Err(FsError::CrossServer),
-                (true, true) => Self::delete_dir_inode(&tx, d.ino)?,
-                (false, false) => replaced = files::drop_file(&tx, d.ino)?,
+                (true, true) => Self::delete_dir_inode(tx, d.ino)?,
+                (false, false) => replaced = files::drop_file(tx, d.ino)?,
             }
             exec(tx, "DELETE FROM dentries WHERE dir = ?1 AND name = ?2", params![dst_parent.0 as i64, dst_name])?;
         }
         exec(tx, "DELETE FROM dentries WHERE dir = ?1 AND name = ?2", params![src_parent.0 as i64, src_name])?;
-        Self::add_entry(&tx, dst_parent, dst_name, src.ino, src.kind, now)?;
-        Self::touch_dir(&tx, src_parent, now)?;
+        Self::add_entry(tx, dst_parent, dst_name, src.ino, src.kind, now)?;
+        Self::touch_dir(tx, src_parent, now)?;
         if src.ino.server() == self.server {
             exec(tx, "UPDATE inodes SET ctime_ns = ?2 WHERE ino = ?1", params![src.ino.0 as i64, now.as_nanos()])?;
             if is_dir {
