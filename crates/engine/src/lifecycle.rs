@@ -138,12 +138,15 @@ impl Engine {
         count: u64,
     ) -> Result<(u64, Vec<tessera_osd_proto::RetrievedAttr>), CommandError> {
         let out = self.db.write(cx.durable, |c| {
+            // Ids from the partition's high-water mark up were never used (it only rises).
+            let never_used_from = rows::next_id(c, pid, FIRST_ASSIGNABLE_ID)?;
             let first = self.allocate(c, cx, pid, requested, count, ObjectKind::User)?;
             if requested.is_some() {
-                // A requested id may have been used before (and removed): make sure no data
-                // of an earlier incarnation survives, e.g. a file orphaned by a crash during
-                // REMOVE. The rows were just checked absent, so nothing live is touched.
-                for oid in first..first + count {
+                // A requested id below the mark may have been used before (and removed): make
+                // sure no data of an earlier incarnation survives, e.g. a file orphaned by a
+                // crash during REMOVE. The rows were just checked absent, so nothing live is
+                // touched. Batches of fresh ids (a metadata server's precreation) skip this.
+                for oid in first..(first + count).min(never_used_from) {
                     self.data.remove(ObjectAddr::new(pid, oid))?;
                 }
             }

@@ -7,7 +7,8 @@
 //!   on its own thread), every client creates, then stats, then removes its files in one
 //!   shared directory striped over `--stripe-count` OSDs (1 like the seed's "1 I/O
 //!   element"). Each operation is one request through an open directory handle ([`Dir`]), as
-//!   a kernel client with a warm dentry cache sends it.
+//!   a kernel client with a warm dentry cache sends it; "create by path" repeats the creates
+//!   through `Client::create(path)`, which walks the path from the root first.
 //! - Stripe sweep: one client creates, stats and removes files striped over 1..=N OSDs. A stat
 //!   reads every object's length, so it grows with the stripe count; a create need not.
 //! - Baselines, same run: a raw durable SQLite insert on the same disk with the server's
@@ -56,8 +57,8 @@ pub struct MetaArgs {
     dir: Option<PathBuf>,
 }
 
-/// One client of a sweep: its number (for unique names) and its open directory.
-type Worker = (usize, Dir);
+/// One client of a sweep: its number (for unique names), the client and its open directory.
+type Worker = (usize, Client, Dir);
 
 pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
     if common.target.is_some() {
@@ -102,26 +103,35 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
     let mut stat_points = Vec::new();
     let mut remove_points = Vec::new();
     let mut trip_points = Vec::new();
+    let mut path_points = Vec::new();
     for &k in &args.clients {
         let top = format!("/clients{k}");
         let workers = open_workers(&admin, &config, &top, k, args.stripe_count)?;
         let trips = baseline::mds_round_trips(&mds_addr, k, files)?;
-        let create = phase::run(&workers, files, |(c, d), i| {
+        let create = phase::run(&workers, files, |(c, _, d), i| {
             d.create(&name(*c, i), 0o644, None)?;
             Ok(())
         })?;
-        let stat = phase::run(&workers, files, |(c, d), i| {
+        let stat = phase::run(&workers, files, |(c, _, d), i| {
             let a = d.stat(&name(*c, i))?;
             anyhow::ensure!(a.file_type == FileType::Regular && a.size == 0, "{top}/{}: unexpected {a:?}", name(*c, i));
             Ok(())
         })?;
-        let remove = phase::run(&workers, files, |(c, d), i| Ok(d.unlink(&name(*c, i))?))?;
-        for (op, p) in [("round trip", &trips), ("create", &create), ("stat", &stat), ("remove", &remove)] {
+        let remove = phase::run(&workers, files, |(c, _, d), i| Ok(d.unlink(&name(*c, i))?))?;
+        // The same creates by path: the client walks from the root (one lookup per component)
+        // before each create, as `Client::create` does without a directory handle.
+        let by_path = phase::run(&workers, files, |(c, client, _), i| {
+            client.create(&format!("{top}/{}", name(*c, i)), 0o644, None)?;
+            Ok(())
+        })?;
+        phase::run(&workers, files, |(c, _, d), i| Ok(d.unlink(&name(*c, i))?))?;
+        for (op, p) in [("round trip", &trips), ("create", &create), ("stat", &stat), ("remove", &remove), ("create by path", &by_path)] {
             report.row(json!({"section": "clients", "op": op, "clients": k, "stripe_count": args.stripe_count,
                 "ops_per_sec": p.ops_per_sec(), "median_us": p.median_us(), "p99_us": p.p99_us(),
                 "over_round_trip": p.ops_per_sec() / trips.ops_per_sec()}));
         }
         report.summary(&format!("creates_per_sec_{k}_clients"), create.ops_per_sec());
+        report.summary(&format!("creates_by_path_per_sec_{k}_clients"), by_path.ops_per_sec());
         report.summary(&format!("stats_per_sec_{k}_clients"), stat.ops_per_sec());
         report.summary(&format!("removes_per_sec_{k}_clients"), remove.ops_per_sec());
         report.summary(&format!("round_trips_per_sec_{k}_clients"), trips.ops_per_sec());
@@ -133,6 +143,7 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
         stat_points.push((k as f64, stat.ops_per_sec()));
         remove_points.push((k as f64, remove.ops_per_sec()));
         trip_points.push((k as f64, trips.ops_per_sec()));
+        path_points.push((k as f64, by_path.ops_per_sec()));
         admin.rmdir(&top)?;
     }
     if let Some(rate) = report.summary.get("creates_per_sec_4_clients").and_then(|v| v.as_f64()) {
@@ -143,12 +154,12 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
     for count in 1..=args.osds {
         let top = format!("/stripes{count}");
         let workers = open_workers(&admin, &config, &top, 1, count)?;
-        let create = phase::run(&workers, stripe_files, |(c, d), i| {
+        let create = phase::run(&workers, stripe_files, |(c, _, d), i| {
             d.create(&name(*c, i), 0o644, None)?;
             Ok(())
         })?;
-        let stat = phase::run(&workers, stripe_files, |(c, d), i| Ok(d.stat(&name(*c, i)).map(drop)?))?;
-        let remove = phase::run(&workers, stripe_files, |(c, d), i| Ok(d.unlink(&name(*c, i))?))?;
+        let stat = phase::run(&workers, stripe_files, |(c, _, d), i| Ok(d.stat(&name(*c, i)).map(drop)?))?;
+        let remove = phase::run(&workers, stripe_files, |(c, _, d), i| Ok(d.unlink(&name(*c, i))?))?;
         for (series, (op, p)) in stripe_series.iter_mut().zip([("create", &create), ("stat", &stat), ("remove", &remove)]) {
             report.row(json!({"section": "stripes", "op": op, "clients": 1, "stripe_count": count,
                 "ops_per_sec": p.ops_per_sec(), "median_us": p.median_us(), "p99_us": p.p99_us()}));
@@ -173,6 +184,7 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
         &[
             series("empty MDS round trip", trip_points),
             series(&format!("create ({} OSD per file)", args.stripe_count), create_points),
+            series("create by path (walk from the root)", path_points),
             series("stat", stat_points),
             series("remove", remove_points),
         ],
@@ -206,13 +218,14 @@ fn open_workers(admin: &Client, config: &tessera_client::ClusterConfig, top: &st
     admin.setstripe(top, Some(StripeHint { stripe_unit: STRIPE_UNIT, stripe_count, start_osd: None }))?;
     (0..k)
         .map(|c| {
-            let dir = Client::connect(config)?.open_dir(top)?;
+            let client = Client::connect(config)?;
+            let dir = client.open_dir(top)?;
             for i in 0..WARMUP {
                 let warm = format!("warm{c}-{i}");
                 dir.create(&warm, 0o644, None)?;
                 dir.unlink(&warm)?;
             }
-            Ok((c, dir))
+            Ok((c, client, dir))
         })
         .collect()
 }
