@@ -84,8 +84,9 @@ impl GroupCommit {
         }
     }
 
-    /// Runs `step` atomically and returns its result once the step is durable.
-    pub fn write<R>(&self, step: impl FnOnce(&mut Store) -> Result<R, FsError>) -> Result<R, FsError> {
+    /// Runs `step` atomically (an error rolls it back) and returns its result once the step
+    /// is durable.
+    pub fn write<R, E: From<FsError>>(&self, step: impl FnOnce(&mut Store) -> Result<R, E>) -> Result<R, E> {
         let (group, result) = self.run_step(step)?;
         self.wait_durable(group)?;
         result
@@ -95,7 +96,7 @@ impl GroupCommit {
     /// flush: only for steps whose loss in a crash is harmless (it leaves a state that start-up
     /// repairs, such as a journal row for an object already removed). Durability follows
     /// commit order, so any later durable step makes this one durable too.
-    pub fn write_relaxed<R>(&self, step: impl FnOnce(&mut Store) -> Result<R, FsError>) -> Result<R, FsError> {
+    pub fn write_relaxed<R, E: From<FsError>>(&self, step: impl FnOnce(&mut Store) -> Result<R, E>) -> Result<R, E> {
         let (group, result) = self.run_step(step)?;
         {
             let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
@@ -130,7 +131,7 @@ impl GroupCommit {
 
     /// Runs `step` in the open group (opening one if needed); returns the group and the
     /// step's result. Nothing is committed yet.
-    fn run_step<R>(&self, step: impl FnOnce(&mut Store) -> Result<R, FsError>) -> Result<(u64, Result<R, FsError>), FsError> {
+    fn run_step<R, E: From<FsError>>(&self, step: impl FnOnce(&mut Store) -> Result<R, E>) -> Result<(u64, Result<R, E>), FsError> {
         if self.broken.load(Ordering::SeqCst) {
             return Err(FsError::Io);
         }
@@ -226,9 +227,9 @@ impl GroupCommit {
 
 /// Runs `step` in a savepoint: released when it succeeds, rolled back when it fails or panics
 /// (the panic is returned for the caller to resume).
-fn in_savepoint<R>(store: &mut Store, step: impl FnOnce(&mut Store) -> Result<R, FsError>) -> std::thread::Result<Result<R, FsError>> {
+fn in_savepoint<R, E: From<FsError>>(store: &mut Store, step: impl FnOnce(&mut Store) -> Result<R, E>) -> std::thread::Result<Result<R, E>> {
     if let Err(e) = exec(store.conn(), "SAVEPOINT step", []) {
-        return Ok(Err(e));
+        return Ok(Err(e.into()));
     }
     let outcome = catch_unwind(AssertUnwindSafe(|| step(store)));
     let closed = if matches!(outcome, Ok(Ok(_))) {
@@ -236,7 +237,10 @@ fn in_savepoint<R>(store: &mut Store, step: impl FnOnce(&mut Store) -> Result<R,
     } else {
         exec(store.conn(), "ROLLBACK TO step", []).and_then(|_| exec(store.conn(), "RELEASE step", []))
     };
-    outcome.map(|result| closed.and(result))
+    outcome.map(|result| match closed {
+        Ok(_) => result,
+        Err(e) => Err(e.into()),
+    })
 }
 
 #[cfg(test)]
@@ -262,7 +266,7 @@ mod tests {
     }
 
     fn names(gc: &GroupCommit) -> Vec<String> {
-        gc.write(|s| Ok(s.readdir(InodeId::ROOT, None, 1000)?.0.into_iter().map(|e| e.name).collect())).unwrap()
+        gc.write(|s| Ok::<_, FsError>(s.readdir(InodeId::ROOT, None, 1000)?.0.into_iter().map(|e| e.name).collect())).unwrap()
     }
 
     #[test]
@@ -307,7 +311,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let gc = open(tmp.path());
         let panicked = catch_unwind(AssertUnwindSafe(|| {
-            gc.write::<()>(|s| {
+            gc.write::<(), FsError>(|s| {
                 s.mkdir(InodeId::ROOT, "ghost", &DIR, Timespec::default())?;
                 panic!("step bug")
             })

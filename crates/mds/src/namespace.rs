@@ -41,14 +41,14 @@ impl Namespace {
         self.server
     }
 
-    /// Runs one mutating step atomically; returns once it is durable.
-    pub fn write<R>(&self, step: impl FnOnce(&mut Store) -> Result<R, FsError>) -> Result<R, FsError> {
+    /// Runs one mutating step atomically (an error rolls it back); returns once it is durable.
+    pub fn write<R, E: From<FsError>>(&self, step: impl FnOnce(&mut Store) -> Result<R, E>) -> Result<R, E> {
         self.writer.write(step)
     }
 
     /// Runs one mutating step atomically; returns once committed, before it is durable. Only
     /// for steps whose loss in a crash is harmless ([`GroupCommit::write_relaxed`]).
-    pub fn write_relaxed<R>(&self, step: impl FnOnce(&mut Store) -> Result<R, FsError>) -> Result<R, FsError> {
+    pub fn write_relaxed<R, E: From<FsError>>(&self, step: impl FnOnce(&mut Store) -> Result<R, E>) -> Result<R, E> {
         self.writer.write_relaxed(step)
     }
 

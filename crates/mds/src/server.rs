@@ -24,7 +24,7 @@ use crate::namespace::{Namespace, NamespaceError};
 use crate::objects::DataObjects;
 use crate::peer::MdsConnection;
 use crate::pools::{Pools, PrecreateConfig};
-use crate::store::files::{self, Create, StripePolicy};
+use crate::store::files::{self, CreateError, StripePolicy};
 use crate::store::{InodeRow, Store};
 
 /// Directory levels a rename walks up looking for a loop; deeper trees get EIO rather than
@@ -314,16 +314,17 @@ impl Mds {
     fn create(&self, parent: InodeId, name: &str, new: &NewInode, stripe: Option<StripeHint>) -> Result<Reply, FsError> {
         let policy = StripePolicy { default: self.config.default_stripe, osd_count: self.osd_count() };
         for _ in 0..CREATE_ATTEMPTS {
-            match self.ns.write(|s| s.create_file(parent, name, new, stripe, &policy, now()))? {
-                Create::Made(f) => {
+            match self.ns.write(|s| s.create_file(parent, name, new, stripe, &policy, now())) {
+                Ok(f) => {
                     self.pools.took(f.layout.objects.iter().map(|o| o.osd));
                     return Ok(Reply::Created { attr: f.row.attr(0), layout: f.layout });
                 }
-                Create::PoolEmpty(osds) => {
+                Err(CreateError::PoolEmpty(osds)) => {
                     for osd in osds {
                         self.pools.refill(osd)?;
                     }
                 }
+                Err(CreateError::Fs(e)) => return Err(e),
             }
         }
         tracing::warn!(%name, "precreated pools emptied faster than refilled");

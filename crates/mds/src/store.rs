@@ -213,24 +213,14 @@ impl Store {
         }
     }
 
-    /// The local sequence the next inode will get.
-    fn next_inode(&self, tx: &Connection) -> Result<u64, FsError> {
-        let next: i64 = query_opt(tx, "SELECT value FROM meta WHERE key = 'next_inode'", [], |r| r.get(0))?.ok_or(FsError::Io)?;
-        Ok(next as u64)
-    }
-
+    /// Allocates the next inode id (one statement; a failing step's rollback returns it).
     fn alloc_inode(&self, tx: &Connection) -> Result<InodeId, FsError> {
-        let local = self.next_inode(tx)?;
-        self.claim_inode(tx, local)
-    }
-
-    /// Allocates inode `local`, which [`Store::next_inode`] just returned in this step.
-    fn claim_inode(&self, tx: &Connection, local: u64) -> Result<InodeId, FsError> {
-        if local > InodeId::LOCAL_MAX {
+        let local: i64 = query_opt(tx, "UPDATE meta SET value = value + 1 WHERE key = 'next_inode' RETURNING value - 1", [], |r| r.get(0))?
+            .ok_or(FsError::Io)?;
+        if local as u64 > InodeId::LOCAL_MAX {
             return Err(FsError::NoSpace);
         }
-        exec(tx, "UPDATE meta SET value = ?1 WHERE key = 'next_inode'", [local as i64 + 1])?;
-        Ok(InodeId::new(self.server, local))
+        Ok(InodeId::new(self.server, local as u64))
     }
 
     /// A local directory, or NotDir / Stale / Misdirected.
@@ -259,8 +249,17 @@ impl Store {
         }
     }
 
+    /// Adds an entry; a name already there is EEXIST (the primary key refuses it).
     fn add_entry(tx: &Connection, dir: InodeId, name: &str, ino: InodeId, kind: FileType, now: Timespec) -> Result<(), FsError> {
-        exec(tx, "INSERT INTO dentries (dir, name, ino, kind) VALUES (?1, ?2, ?3, ?4)", params![dir.0 as i64, name, ino.0 as i64, kind.code() as i64])?;
+        let inserted = tx
+            .prepare_cached("INSERT INTO dentries (dir, name, ino, kind) VALUES (?1, ?2, ?3, ?4)")
+            .and_then(|mut s| s.execute(params![dir.0 as i64, name, ino.0 as i64, kind.code() as i64]));
+        match inserted {
+            Err(rusqlite::Error::SqliteFailure(e, _)) if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY => {
+                return Err(FsError::Exists)
+            }
+            other => other.map_err(io)?,
+        };
         Self::touch_dir(tx, dir, now)
     }
 

@@ -12,7 +12,7 @@ use tessera_layout::StripeLayout;
 use tessera_mds_proto::request::NewInode;
 use tessera_mds_proto::{FileLayout, FileType, FsError, InodeId, ObjectRef, StripeHint, Timespec};
 
-use super::precreate::{has_precreated, take_precreated, ObjectSeq, Range};
+use super::precreate::{take_precreated, ObjectSeq, Range};
 use super::{exec, insert_inode, io, load_inode, new_row, query_opt, InodeRow, Store};
 
 /// Bits of an object id that hold the per-OSD sequence.
@@ -49,12 +49,18 @@ pub struct NewFile {
     pub layout: FileLayout,
 }
 
-/// What a create step did.
+/// Why a create step did not make a file. Either way the step is rolled back.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Create {
-    Made(NewFile),
-    /// Nothing changed: these OSDs have no precreated object ready. Refill, then try again.
+pub enum CreateError {
+    Fs(FsError),
+    /// These OSDs have no precreated object ready: refill, then try again.
     PoolEmpty(Vec<u32>),
+}
+
+impl From<FsError> for CreateError {
+    fn from(e: FsError) -> Self {
+        CreateError::Fs(e)
+    }
 }
 
 pub(crate) fn dir_stripe(conn: &Connection, dir: InodeId) -> Result<Option<StripeHint>, FsError> {
@@ -119,10 +125,11 @@ pub(crate) fn drop_file(tx: &Connection, ino: InodeId) -> Result<Vec<ObjectRef>,
 }
 
 impl Store {
-    /// create: checks the name, takes one precreated object per slot, and writes the inode, its
-    /// entry and its object list. The objects already exist on their OSDs and were accounted
-    /// for by their precreated range, so nothing is journaled and no OSD is called. If a slot's
-    /// OSD has no object ready, nothing changes and the answer names the empty pools.
+    /// create: takes one precreated object per slot and writes the inode, its entry and its
+    /// object list. The objects already exist on their OSDs and were accounted for by their
+    /// precreated range, so nothing is journaled and no OSD is called. Any refusal (a name
+    /// taken, an empty pool) is an error, so the caller's savepoint takes back what was
+    /// written before it; that keeps the common path to eight statements.
     pub fn create_file(
         &mut self,
         parent: InodeId,
@@ -131,9 +138,8 @@ impl Store {
         hint: Option<StripeHint>,
         policy: &StripePolicy,
         now: Timespec,
-    ) -> Result<Create, FsError> {
+    ) -> Result<NewFile, CreateError> {
         let tx = &self.conn;
-        let osd_count = policy.osd_count;
         super::check_name(name)?;
         self.check_local(parent)?;
         // The parent's type and default striping in one lookup.
@@ -151,35 +157,22 @@ impl Store {
         )?
         .ok_or(FsError::Stale)?;
         if super::kind_of(kind) != FileType::Directory {
-            return Err(FsError::NotDir);
+            return Err(FsError::NotDir.into());
         }
-        if Self::entry(tx, parent, name)?.is_some() {
-            return Err(FsError::Exists);
-        }
-        let hint = hint.or(dir_hint).unwrap_or(policy.default);
-        let next = self.next_inode(tx)?;
-        let (stripe, start) = resolve(&hint, osd_count, next)?;
-        let osds: Vec<u32> = (0..stripe.stripe_count()).map(|slot| (start + slot) % osd_count).collect();
-        // Nothing is written until every slot's pool is known to hold an object: checked for
-        // the others, found by taking for the first.
-        let mut empty = Vec::new();
-        for &osd in &osds[1..] {
-            if !has_precreated(tx, osd)? {
-                empty.push(osd);
-            }
-        }
-        let first = if empty.is_empty() { take_precreated(tx, osds[0])? } else { None };
-        let Some(first) = first else {
-            empty.insert(0, osds[0]);
-            return Ok(Create::PoolEmpty(empty));
-        };
-        let ino = self.claim_inode(tx, next)?;
+        let ino = self.alloc_inode(tx)?;
+        let (stripe, start) = resolve(&hint.or(dir_hint).unwrap_or(policy.default), policy.osd_count, ino.local())?;
         let row = new_row(ino, FileType::Regular, new, InodeId(0), now);
-        insert_inode(tx, &row, Some(stripe.stripe_unit()))?;
+        // The entry first: a taken name fails here, before any other write.
         Self::add_entry(tx, parent, name, ino, FileType::Regular, now)?;
-        let mut objects = Vec::with_capacity(osds.len());
-        for (slot, &osd) in osds.iter().enumerate() {
-            let ObjectSeq(seq) = if slot == 0 { first } else { take_precreated(tx, osd)?.ok_or(FsError::Io)? };
+        insert_inode(tx, &row, Some(stripe.stripe_unit()))?;
+        let mut objects = Vec::with_capacity(stripe.stripe_count() as usize);
+        let mut empty = Vec::new();
+        for slot in 0..stripe.stripe_count() {
+            let osd = (start + slot) % policy.osd_count;
+            let Some(ObjectSeq(seq)) = take_precreated(tx, osd)? else {
+                empty.push(osd);
+                continue;
+            };
             let o = ObjectRef { osd, object_id: object_id(self.server, seq) };
             exec(
                 tx,
@@ -188,7 +181,10 @@ impl Store {
             )?;
             objects.push(o);
         }
-        Ok(Create::Made(NewFile { row, layout: FileLayout { stripe, objects } }))
+        if !empty.is_empty() {
+            return Err(CreateError::PoolEmpty(empty));
+        }
+        Ok(NewFile { row, layout: FileLayout { stripe, objects } })
     }
 
     /// unlink of a non-directory: entry, inode and object rows go, the objects are journaled

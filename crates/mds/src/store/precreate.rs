@@ -55,11 +55,6 @@ fn lowest_ready(conn: &Connection, osd: u32) -> Result<Option<(u64, u64, u64)>, 
     )
 }
 
-/// Whether `osd` has a ready precreated object.
-pub(crate) fn has_precreated(conn: &Connection, osd: u32) -> Result<bool, FsError> {
-    Ok(lowest_ready(conn, osd)?.is_some())
-}
-
 /// Takes the lowest ready object sequence of `osd` out of its range. The range's key never
 /// changes (an update of `next_seq` in place); a range is deleted when its last object goes.
 pub(crate) fn take_precreated(conn: &Connection, osd: u32) -> Result<Option<ObjectSeq>, FsError> {

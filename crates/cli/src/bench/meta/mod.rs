@@ -97,6 +97,7 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
     let cluster = LocalCluster::start_spec(&exe, &dir.join("cluster"), &spec)?;
     let config = cluster.config().clone();
     let mds_addr = config.mds[0].addr.clone();
+    let mds_pid = cluster.records().iter().find(|r| r.role == "mds").map(|r| r.pid).context("the cluster has no metadata server")?;
     let admin = Client::connect(&config)?;
 
     let mut create_points = Vec::new();
@@ -108,10 +109,13 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
         let top = format!("/clients{k}");
         let workers = open_workers(&admin, &config, &top, k, args.stripe_count)?;
         let trips = baseline::mds_round_trips(&mds_addr, k, files)?;
-        let create = phase::run(&workers, files, |(c, _, d), i| {
-            d.create(&name(*c, i), 0o644, None)?;
-            Ok(())
+        let (create, create_cpu) = phase::with_cpu_of(mds_pid, || {
+            phase::run(&workers, files, |(c, _, d), i| {
+                d.create(&name(*c, i), 0o644, None)?;
+                Ok(())
+            })
         })?;
+        let mds_us_per_create = create_cpu.as_secs_f64() * 1e6 / create.ops as f64;
         let stat = phase::run(&workers, files, |(c, _, d), i| {
             let a = d.stat(&name(*c, i))?;
             anyhow::ensure!(a.file_type == FileType::Regular && a.size == 0, "{top}/{}: unexpected {a:?}", name(*c, i));
@@ -126,11 +130,16 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
         })?;
         phase::run(&workers, files, |(c, _, d), i| Ok(d.unlink(&name(*c, i))?))?;
         for (op, p) in [("round trip", &trips), ("create", &create), ("stat", &stat), ("remove", &remove), ("create by path", &by_path)] {
-            report.row(json!({"section": "clients", "op": op, "clients": k, "stripe_count": args.stripe_count,
+            let mut row = json!({"section": "clients", "op": op, "clients": k, "stripe_count": args.stripe_count,
                 "ops_per_sec": p.ops_per_sec(), "median_us": p.median_us(), "p99_us": p.p99_us(),
-                "over_round_trip": p.ops_per_sec() / trips.ops_per_sec()}));
+                "over_round_trip": p.ops_per_sec() / trips.ops_per_sec()});
+            if op == "create" {
+                row["mds_cpu_us_per_op"] = json!(mds_us_per_create);
+            }
+            report.row(row);
         }
         report.summary(&format!("creates_per_sec_{k}_clients"), create.ops_per_sec());
+        report.summary(&format!("mds_cpu_us_per_create_{k}_clients"), mds_us_per_create);
         report.summary(&format!("creates_by_path_per_sec_{k}_clients"), by_path.ops_per_sec());
         report.summary(&format!("stats_per_sec_{k}_clients"), stat.ops_per_sec());
         report.summary(&format!("removes_per_sec_{k}_clients"), remove.ops_per_sec());
@@ -172,7 +181,7 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
 
     report.print_table(
         "Metadata operations (seed 002 slides: create latency, create throughput, stat against I/O elements)",
-        &["section", "op", "clients", "stripe_count", "ops_per_sec", "median_us", "p99_us", "over_round_trip"],
+        &["section", "op", "clients", "stripe_count", "ops_per_sec", "median_us", "p99_us", "over_round_trip", "mds_cpu_us_per_op"],
     );
     report.print_summary();
     let paths = OutputPaths::resolve("meta", common.json.as_deref(), &common.out);

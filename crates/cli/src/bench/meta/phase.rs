@@ -65,6 +65,26 @@ pub fn run<C: Sync>(clients: &[C], per_client: usize, op: impl Fn(&C, usize) -> 
     Ok(Phase { ops: latencies_us.len(), wall, latencies_us })
 }
 
+/// CPU time (user + system) process `pid` has used so far, from `/proc/PID/stat`.
+pub fn process_cpu(pid: u32) -> Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the command name (which may hold spaces) start at its closing parenthesis;
+    // utime and stime are fields 14 and 15, the 12th and 13th after it.
+    let after = stat.rsplit_once(')').map(|(_, rest)| rest).ok_or_else(|| anyhow!("malformed /proc/{pid}/stat"))?;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| -> Result<u64> { Ok(fields.get(i).ok_or_else(|| anyhow!("short /proc/{pid}/stat"))?.parse()?) };
+    // SAFETY: sysconf has no memory effects.
+    let per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Ok(Duration::from_secs_f64((ticks(11)? + ticks(12)?) as f64 / per_sec))
+}
+
+/// Runs `phase` and returns it with the CPU time process `pid` used meanwhile.
+pub fn with_cpu_of(pid: u32, phase: impl FnOnce() -> Result<Phase>) -> Result<(Phase, Duration)> {
+    let before = process_cpu(pid)?;
+    let p = phase()?;
+    Ok((p, process_cpu(pid)?.saturating_sub(before)))
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -84,5 +104,21 @@ mod tests {
         assert!(p.latencies_us.windows(2).all(|w| w[0] <= w[1]));
         let failed = run(&[0, 1], 5, |c, i| if *c == 1 && i == 3 { Err(anyhow!("boom")) } else { Ok(()) });
         assert!(failed.is_err());
+    }
+
+    #[test]
+    fn cpu_time_of_this_process_grows_with_work() {
+        let me = std::process::id();
+        let (_, cpu) = with_cpu_of(me, || {
+            let t = Instant::now();
+            let mut x = 0u64;
+            while t.elapsed() < Duration::from_millis(300) {
+                x = x.wrapping_mul(31).wrapping_add(7);
+            }
+            std::hint::black_box(x);
+            run(&[()], 1, |_, _| Ok(()))
+        })
+        .unwrap();
+        assert!(cpu >= Duration::from_millis(100), "{cpu:?} for 300 ms of spinning");
     }
 }
