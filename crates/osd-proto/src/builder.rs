@@ -55,8 +55,11 @@ pub struct OsdRequestBuilder<'a> {
     pub timestamps: TimestampsControl,
     pub set_attrs: Vec<Attribute>,
     pub get_attrs: GetAttrs,
-    /// Write data (WRITE, APPEND, CREATE AND WRITE), exactly the command's length.
+    /// Write data (WRITE, APPEND, CREATE AND WRITE), exactly the command's length: `data`, or,
+    /// when `data_pieces` is not empty, those slices end to end (a gather list the transport
+    /// sends as they are, so scattered caller buffers need no packing copy).
     pub data: &'a [u8],
+    pub data_pieces: &'a [&'a [u8]],
     pub security: SecurityFields,
     /// Continuation integrity check value (CAPKEY and above).
     pub continuation_icv: [u8; ICV_LEN],
@@ -108,6 +111,7 @@ impl<'a> OsdRequestBuilder<'a> {
             set_attrs: Vec::new(),
             get_attrs: GetAttrs::None,
             data: &[],
+            data_pieces: &[],
             security: SecurityFields::default(),
             continuation_icv: [0; ICV_LEN],
         }
@@ -128,6 +132,12 @@ impl<'a> OsdRequestBuilder<'a> {
 
     pub fn data(mut self, data: &'a [u8]) -> Self {
         self.data = data;
+        self
+    }
+
+    /// Write data given as a gather list of slices, sent in order without being copied.
+    pub fn data_pieces(mut self, pieces: &'a [&'a [u8]]) -> Self {
+        self.data_pieces = pieces;
         self
     }
 
@@ -202,11 +212,13 @@ impl<'a> OsdRequestBuilder<'a> {
         match fields.data {
             DataSource::None => {}
             DataSource::Caller(len) => {
-                if self.data.len() as u64 != len {
-                    return Err(BuildError::DataLength { expected: len, got: self.data.len() as u64 });
+                let given: &[&'a [u8]] = if self.data_pieces.is_empty() { std::slice::from_ref(&self.data) } else { self.data_pieces };
+                let got: u64 = given.iter().map(|d| d.len() as u64).sum();
+                if got != len {
+                    return Err(BuildError::DataLength { expected: len, got });
                 }
                 at += len;
-                pieces.push(Piece::Borrowed(self.data));
+                pieces.extend(given.iter().map(|d| Piece::Borrowed(d)));
             }
             DataSource::Params(block) => {
                 at += block.len() as u64;

@@ -375,3 +375,26 @@ fn continuation_use_errors() {
     cdb[48..52].copy_from_slice(&(seg.len() as u32).to_be_bytes());
     assert_eq!(err(&cdb, &seg), DecodeError::param(ParamField::DescriptorType, 64));
 }
+
+/// Goal: write data given as a gather list goes out as those slices, unchanged and in order,
+/// and decodes exactly like the same bytes given as one slice; a wrong total is refused.
+#[test]
+fn gathered_write_data_equals_one_slice() {
+    let (a, b, c) = (vec![1u8; 3], vec![2u8; 0], vec![3u8; 5]);
+    let pieces: [&[u8]; 3] = [&a, &b, &c];
+    let whole = [a.clone(), c.clone()].concat();
+    let layout = DataLayout::Strided { stride: 10, block_len: 4 };
+    let command = Command::Write { addr: ObjectAddr::new(FIRST, FIRST), offset: 0, len: 8, layout };
+    let gathered = OsdRequestBuilder::new(command.clone()).data_pieces(&pieces).encode().unwrap();
+    let single = OsdRequestBuilder::new(command.clone()).data(&whole).encode().unwrap();
+    assert_eq!(gathered.cdb, single.cdb);
+    assert_eq!(gathered.data_out_vec(), single.data_out_vec());
+    // The caller's slices are sent in place, not copied.
+    let out = gathered.data_out();
+    assert!(out.iter().any(|s| s.as_ptr() == a.as_ptr()) && out.iter().any(|s| s.as_ptr() == c.as_ptr()));
+    let short: [&[u8]; 1] = [&a];
+    assert_eq!(
+        OsdRequestBuilder::new(command).data_pieces(&short).encode().err(),
+        Some(crate::builder::BuildError::DataLength { expected: 8, got: 3 })
+    );
+}

@@ -92,8 +92,18 @@ impl<T: ScsiTransport> OsdClient<T> {
 
     /// WRITE with a layout: `data` holds the pieces back to back, in layout order.
     pub fn write_layout(&self, addr: ObjectAddr, offset: u64, data: &[u8], layout: DataLayout, fua: bool) -> Result<(), OsdError> {
-        let command = Command::Write { addr, offset, len: data.len() as u64, layout };
-        self.execute(&OsdRequestBuilder::new(command).data(data).fua(fua)).map(drop)
+        self.write_gather(addr, offset, std::slice::from_ref(&data), layout, fua)
+    }
+
+    /// WRITE whose data is the slices of `data` end to end (in layout order), gathered straight
+    /// from the caller's buffers into the socket: one vectored send of the PDU header and the
+    /// slices, no packing copy. Worth it when the slices are large; for many small ones a copy
+    /// into one buffer is cheaper than the per-slice cost of the vectored send (see
+    /// docs/noncontiguous.md, "pack or gather").
+    pub fn write_gather(&self, addr: ObjectAddr, offset: u64, data: &[&[u8]], layout: DataLayout, fua: bool) -> Result<(), OsdError> {
+        let len = data.iter().map(|d| d.len() as u64).sum();
+        let command = Command::Write { addr, offset, len, layout };
+        self.execute(&OsdRequestBuilder::new(command).data_pieces(data).fua(fua)).map(drop)
     }
 
     /// APPEND `data`; returns the byte address it landed at (Current Command attribute 5).
