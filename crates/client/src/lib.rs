@@ -43,9 +43,8 @@
 //! described by a contiguous, strided, nested or SGL descriptor as [`Mode`] allows, split only
 //! past the transfer cap (the configured `max_transfer_bytes`, at most four negotiated
 //! MaxBurstLengths). Every object's commands run on their own thread, up to four in flight per
-//! object over the OSD's sessions. Write data is the caller's slice when a command's bytes are
-//! adjacent in the caller's buffer, and a gathered copy only when they are not (see
-//! `striped_io`).
+//! object over the OSD's sessions. Write data leaves from the caller's buffer: in place as a gather list, or packed
+//! into one copy when its runs are small (see `striped_io`).
 //!
 //! # Durability
 //!

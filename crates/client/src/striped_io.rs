@@ -3,16 +3,15 @@
 //! at once, and within a slot up to [`PIPELINE_DEPTH`] commands are in flight over the OSD's
 //! sessions. Reads scatter each reply into the caller's buffer; writes send the caller's bytes.
 //!
-//! Write gather: `OsdClient::write_layout` takes one contiguous `&[u8]` per command. When a
-//! command's bytes are one run of the caller's buffer (always for a contiguous request) that
-//! slice goes out as is; only when they are several non-adjacent runs (a strided or list
-//! request) are they copied into one buffer first. A gather list per command in the OSD client
-//! would remove that copy (the session below already sends gather lists).
+//! Write gather: each command's bytes are its runs of the caller's buffer (one run for a
+//! contiguous request; several non-adjacent ones for a strided or list request), handed to
+//! `OsdClient::write_scattered`, which sends them in place as a gather list when the runs are
+//! large and packs them into one buffer first when they are small (seed 003's hybrid; the
+//! threshold is `GATHER_MIN_PIECE_BYTES`, measured in docs/noncontiguous.md).
 //!
 //! Read scatter: the OSD client returns each reply in its own `Vec`, which is copied into the
 //! caller's runs; a scatter list in the client would let the session write Data-In in place.
 
-use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -84,15 +83,12 @@ impl StripedFile<'_> {
         self.check_len(extents, buf.len())?;
         let work = self.slot_work(extents, mode, |p, starts, cmd| {
             let runs = buffer_runs(&p.pieces, starts, cmd.stream_start, cmd.len);
-            let data: Cow<'_, [u8]> = match runs.as_slice() {
-                [(at, len)] => Cow::Borrowed(&buf[*at as usize..(*at + *len) as usize]),
-                _ => Cow::Owned(runs.iter().flat_map(|&(at, len)| &buf[at as usize..(at + len) as usize]).copied().collect()),
-            };
-            (cmd, data)
+            let slices: Vec<&[u8]> = runs.iter().map(|&(at, len)| &buf[at as usize..(at + len) as usize]).collect();
+            (cmd, slices)
         })?;
-        self.run(work, |lease, addr, (cmd, data)| {
-            debug_assert_eq!(data.len() as u64, cmd.len);
-            lease.conn.write_layout(addr, cmd.offset, &data, cmd.layout, fua)
+        self.run(work, |lease, addr, (cmd, slices)| {
+            debug_assert_eq!(slices.iter().map(|s| s.len() as u64).sum::<u64>(), cmd.len);
+            lease.conn.write_scattered(addr, cmd.offset, &slices, cmd.layout, fua)
         })
     }
 

@@ -23,7 +23,7 @@ use tessera_osd_proto::{
 use tessera_scsi::{ScsiRequest, ScsiStatus, ScsiTransport, Sense, SenseKey, TransportError};
 use thiserror::Error;
 
-pub use io::ReadResult;
+pub use io::{gathers, ReadResult, GATHER_MIN_PIECE_BYTES};
 pub use objects::ListParams;
 
 /// Why an OSD command did not succeed. Every variant names the peer; a refusal also names the
