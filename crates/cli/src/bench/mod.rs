@@ -4,6 +4,7 @@
 mod attr;
 mod baseline;
 mod io;
+mod noncontig;
 pub mod report;
 mod target;
 
@@ -19,6 +20,9 @@ pub enum BenchCommand {
     Attr(attr::AttrArgs),
     /// READ and WRITE throughput against transfer size (seed 000 Fig. 9), beside raw TCP.
     Io(io::IoArgs),
+    /// Native non-contiguous I/O (issue 4): seed 000 Figs. 8 and 10, 1024 x 64 B against one
+    /// contiguous transfer, seed 003's pack vs gather, and the target's per-piece vs sieve rule.
+    Noncontig(noncontig::NoncontigArgs),
 }
 
 #[derive(Args, Clone)]
@@ -44,6 +48,7 @@ pub fn run(which: BenchCommand, common: CommonArgs) -> Result<()> {
     match which {
         BenchCommand::Attr(args) => attr::run(args, &common),
         BenchCommand::Io(args) => io::run(args, &common),
+        BenchCommand::Noncontig(args) => noncontig::run(args, &common),
     }
 }
 
