@@ -1,7 +1,7 @@
 //! Experiment 6, the target's side of a list: how an OSD should move n small pieces between
 //! its page cache and the command buffer. Measured on a file in the temporary directory (the
-//! file system the OSD's objects live in), for 64-byte pieces separated by gaps of 2 B to
-//! 64 KiB:
+//! file system the OSD's objects live in), for pieces of 64 B and 4 KiB separated by gaps of
+//! 2 B to 64 KiB:
 //!
 //! - WRITE: one pwrite(2) per piece, against read-modify-write of the covering span ("sieve":
 //!   pread the span, patch the pieces in, pwrite the span: two system calls whatever n);
@@ -26,11 +26,12 @@ use tessera_types::ObjectAddr;
 use super::timing::{interleaved, median, reps_for, Variant};
 use crate::bench::report::{Report, Series};
 
-pub const PIECE: usize = 64;
+/// Piece sizes measured: the headline 64 B and a page.
+pub const PIECES: [usize; 2] = [64, 4096];
 const ADDR: ObjectAddr = ObjectAddr { partition_id: tessera_types::PartitionId(0x10000), object_id: tessera_types::ObjectId(0x10000) };
 
 pub struct Outcome {
-    /// Largest gap at which the sieve write beat per-piece writes (None: never).
+    /// Largest gap at which the sieve write beat per-piece writes, 64-byte pieces (None: never).
     pub write_sieve_wins_to: Option<usize>,
     /// Largest gap at which reading through gaps beat per-piece reads.
     pub read_through_wins_to: Option<usize>,
@@ -48,16 +49,17 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Outcome> {
         .map(|n| Series { name: (*n).into(), points: Vec::new() })
         .collect();
     let (mut write_sieve_wins_to, mut read_through_wins_to) = (None, None);
-    for &gap in &gaps {
-        let stride = PIECE + gap;
-        let span = stride * (count - 1) + PIECE;
-        let pieces: Vec<Piece> = (0..count).map(|i| Piece { object_offset: (i * stride) as u64, buf_offset: i * PIECE, len: PIECE }).collect();
-        let data: Vec<u8> = (0..count * PIECE).map(|i| (i * 7 + gap) as u8).collect();
+    let pieces_sizes: &[usize] = if quick { &PIECES[..1] } else { &PIECES };
+    for (&piece, &gap) in pieces_sizes.iter().flat_map(|p| gaps.iter().map(move |g| (p, g))) {
+        let stride = piece + gap;
+        let span = stride * (count - 1) + piece;
+        let pieces: Vec<Piece> = (0..count).map(|i| Piece { object_offset: (i * stride) as u64, buf_offset: i * piece, len: piece }).collect();
+        let data: Vec<u8> = (0..count * piece).map(|i| (i * 7 + gap) as u8).collect();
         let fill = vec![0xEEu8; span];
         file.write_all_at(&fill, 0)?;
         store.write_at(ADDR, 0, &fill)?;
         let (pieces, data, file, store) = (&pieces, &data, &file, &store);
-        let scratch = std::cell::RefCell::new((vec![0u8; span], vec![0u8; count * PIECE]));
+        let scratch = std::cell::RefCell::new((vec![0u8; span], vec![0u8; count * piece]));
         let scratch = &scratch;
         let mut variants: Vec<Variant<'_>> = vec![
             Box::new(move || write_per_piece(file, pieces, data)),
@@ -75,11 +77,11 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Outcome> {
         let t = interleaved(rounds, reps, &mut variants)?;
         drop(variants);
         // The writes left the pieces in both files; every read strategy returns them.
-        let mut got = vec![0u8; count * PIECE];
+        let mut got = vec![0u8; count * piece];
         read_per_piece(file, pieces, &mut got)?;
         ensure!(&got == data, "the file holds other bytes than the writes wrote");
         for (name, read) in [("through gaps", read_through_gaps as fn(&File, &[Piece], &mut [u8]) -> Result<()>), ("span+copy", |f, p, b| {
-            let mut span = vec![0u8; (p[p.len() - 1].object_offset - p[0].object_offset) as usize + PIECE];
+            let mut span = vec![0u8; (p[p.len() - 1].object_offset - p[0].object_offset) as usize + p[0].len];
             read_span_copy(f, p, &mut span, b)
         })] {
             got.fill(0);
@@ -91,23 +93,25 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Outcome> {
         ensure!(&got == data, "the engine's store holds other bytes than its writes wrote");
         let us: Vec<f64> = t.iter().map(|v| median(v) * 1e6).collect();
         report.row(json!({
-            "piece_bytes": PIECE, "gap_bytes": gap, "pieces": count, "span_bytes": span,
+            "piece_bytes": piece, "gap_bytes": gap, "pieces": count, "span_bytes": span,
             "write_per_piece_us": us[0], "write_sieve_us": us[1], "write_engine_us": us[2],
             "read_per_piece_us": us[3], "read_through_gaps_us": us[4], "read_span_copy_us": us[5], "read_engine_us": us[6],
         }));
-        if us[1] < us[0] {
+        if piece == PIECES[0] && us[1] < us[0] {
             write_sieve_wins_to = Some(gap);
         }
-        if us[4] < us[3] {
+        if piece == PIECES[0] && us[4] < us[3] {
             read_through_wins_to = Some(gap);
         }
-        for (s, v) in series.iter_mut().zip(&us) {
-            s.points.push((gap as f64, v / count as f64));
+        if piece == PIECES[0] {
+            for (s, v) in series.iter_mut().zip(&us) {
+                s.points.push((gap as f64, v / count as f64));
+            }
         }
     }
     report.print_table(
-        &format!("The target's side: 64-byte pieces separated by gaps, per-piece system calls vs sieving (us per list of {count} pieces)"),
-        &["gap_bytes", "span_bytes", "write_per_piece_us", "write_sieve_us", "write_engine_us", "read_per_piece_us", "read_through_gaps_us", "read_span_copy_us", "read_engine_us"],
+        &format!("The target's side: pieces separated by gaps, per-piece system calls vs sieving (us per list of {count} pieces)"),
+        &["piece_bytes", "gap_bytes", "span_bytes", "write_per_piece_us", "write_sieve_us", "write_engine_us", "read_per_piece_us", "read_through_gaps_us", "read_span_copy_us", "read_engine_us"],
     );
     Ok(Outcome { write_sieve_wins_to, read_through_wins_to, series })
 }
