@@ -232,3 +232,13 @@ fn client_commands_explain_a_missing_cluster() {
     let out = run(&["ls", "/", "--cluster", "/nonexistent/cluster.toml"], None);
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/cluster.toml"));
 }
+
+#[test]
+fn the_readme_demo_runs_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_ok(&["demo", "--dir", dir.path().join("c").to_str().unwrap()], None);
+    let text = stdout(&out);
+    for expected in ["byte for byte equal", "stripe_count: 4", "after restart", "read 1024 x 64 B", "demo finished"] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+}
