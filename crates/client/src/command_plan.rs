@@ -62,6 +62,9 @@ pub fn slot_commands(plan: &PerOsdPlan, mode: Mode, max_transfer: u64) -> Result
     Ok(out)
 }
 
+/// Runs of a slot's extents, each with its stream start: one command's worth each.
+type Groups = Vec<(u64, Vec<Extent>)>;
+
 /// When the extents form one strided or nested pattern, its groups of whole blocks, rows or
 /// planes of at most `max_transfer` bytes, each again regular; `None` when the pattern is not
 /// regular or a single block exceeds the cap (then blocks are split like any extent).
@@ -70,7 +73,7 @@ pub fn slot_commands(plan: &PerOsdPlan, mode: Mode, max_transfer: u64) -> Result
 /// holds b_j = c_0 * ... * c_{j-1} blocks. The largest j whose instance fits the cap sets the
 /// cut: m = cap / (instance bytes) instances of level j per command, never crossing an
 /// instance of level j + 1, so each group is the same grid with its level j count cut to m.
-fn regular_groups(extents: &[Extent], max_transfer: u64) -> Result<Option<Vec<(u64, Vec<Extent>)>>, DescriptorError> {
+fn regular_groups(extents: &[Extent], max_transfer: u64) -> Result<Option<Groups>, DescriptorError> {
     let total: u64 = extents.iter().map(|e| e.len).sum();
     let (block_len, levels) = match choose_descriptor(extents) {
         Ok((_, DataLayout::Strided { stride, block_len })) => (block_len, vec![(extents.len() as u64, stride)]),
@@ -111,7 +114,7 @@ fn regular_groups(extents: &[Extent], max_transfer: u64) -> Result<Option<Vec<(u
 
 /// Splits the extents into runs of at most `max_transfer` bytes and `SGL_ENTRIES_MAX` extents
 /// (one extent per run in `Iterative` mode), each with its stream start.
-fn groups(extents: &[Extent], mode: Mode, max_transfer: u64) -> Vec<(u64, Vec<Extent>)> {
+fn groups(extents: &[Extent], mode: Mode, max_transfer: u64) -> Groups {
     let per_group = if mode == Mode::Iterative { 1 } else { SGL_ENTRIES_MAX as usize };
     let mut out = Vec::new();
     let (mut stream, mut group_start, mut group_len) = (0u64, 0u64, 0u64);
