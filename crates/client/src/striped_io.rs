@@ -1,7 +1,8 @@
 //! Striped reads and writes: a file-level extent list over the caller's memory (one buffer, or a
-//! list of regions seen end to end, [`crate::memory`]) becomes one command list per slot ([`crate::command_plan`]), every slot runs on its own thread so all OSDs work
-//! at once, and within a slot up to [`PIPELINE_DEPTH`] commands are in flight over the OSD's
-//! sessions. Reads scatter each reply into the caller's buffer; writes send the caller's bytes.
+//! list of regions seen end to end, [`crate::memory`]) becomes one command list per slot
+//! ([`crate::command_plan`]), every slot runs on its own thread so all OSDs work at once, and
+//! within a slot up to [`PIPELINE_DEPTH`] commands are in flight over the OSD's sessions. Reads
+//! scatter each reply into the caller's memory; writes send the caller's bytes.
 //!
 //! Write gather: `OsdClient::write_layout` takes one contiguous `&[u8]` per command. When a
 //! command's bytes are one run of the caller's buffer (always for a contiguous request) that
@@ -108,7 +109,7 @@ impl StripedFile<'_> {
     /// [`StripedFile::read`] into memory regions that take the extents' bytes end to end.
     pub fn read_regions(&self, extents: &[Extent], mem: Vec<&mut [u8]>, mode: Mode) -> Result<bool, ClientError> {
         self.check_len(extents, memory::total_len(mem.iter().map(|r| r.len())))?;
-        // Plan first with run lists, then hand each command its disjoint slices of `buf`.
+        // Plan first with run lists, then hand each command its disjoint slices of the memory.
         let work = self.slot_work(extents, mode, |p, starts, cmd| {
             let runs = buffer_runs(&p.pieces, starts, cmd.stream_start, cmd.len);
             (cmd, runs)
