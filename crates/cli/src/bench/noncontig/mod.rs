@@ -4,6 +4,8 @@
 //! 1. [`fig10`]: seed 000 Fig. 10, iterative / SGL / strided against segment size, one OSD;
 //! 2. [`model`]: seed 000 Fig. 8, the seed's model with its network and with this run's;
 //! 3. [`small_pieces`]: 1024 pieces of 64 B (and larger) against one contiguous transfer;
+//! 4. [`subarray`]: the BTIO shape, a 2-D subarray of a file striped over 4 OSDs (a real
+//!    cluster: metadata server and OSD processes), native against iterative;
 //! 5. [`memory`]: seed 003, pack vs gather vs hybrid for one WRITE of 128 scattered pieces;
 //! 6. [`store`]: the target's side, per-piece system calls vs sieving.
 //!
@@ -16,6 +18,7 @@ mod model;
 mod pattern;
 mod small_pieces;
 mod store;
+mod subarray;
 mod timing;
 
 use std::path::{Path, PathBuf};
@@ -32,7 +35,7 @@ use super::CommonArgs;
 
 #[derive(Args, Clone, Default)]
 pub struct NoncontigArgs {
-    /// Run only these experiments (comma-separated: fig10, small, memory, store; fig10 includes
+    /// Run only these experiments (comma-separated: fig10, small, subarray, memory, store; fig10 includes
     /// the model). The summary then holds NaN for what was skipped.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -88,6 +91,16 @@ pub fn run(args: NoncontigArgs, common: &CommonArgs) -> Result<()> {
         absorb(&mut report, "small", r);
         let axes = Axes { title: "1024 pieces at a 16x stride: time over one contiguous transfer", x_label: "piece size (bytes)", y_label: "time ratio", log_x: true, log_y: false };
         plot_lines(&sibling(&paths.png, "small"), &axes, &series)?;
+    }
+
+    if args.wants("subarray") {
+        let mut r = Report::new("subarray");
+        let sub = subarray::run(quick, &mut r)?;
+        absorb(&mut report, "subarray", r);
+        let axes = Axes { title: "BTIO shape over 4 OSDs: iterative time / native time", x_label: "array side N (doubles)", y_label: "speed-up", log_x: true, log_y: false };
+        plot_lines(&sibling(&paths.png, "subarray"), &axes, &sub.series)?;
+        report.summary("subarray_4osd_native_over_iterative_write", sub.write_speedup);
+        report.summary("subarray_4osd_native_over_iterative_read", sub.read_speedup);
     }
 
     if args.wants("memory") {
