@@ -181,15 +181,32 @@ fn pwritev_all(file: &File, mut offset: u64, mut iovs: &mut [libc::iovec]) -> io
     Ok(())
 }
 
+thread_local! {
+    /// Scratch for sieved spans and read-through gaps, kept per thread: a fresh buffer per
+    /// command would be allocated, faulted in and zeroed every time, which costs as much as the
+    /// system calls the sieve saves. Bounded by `SIEVE_SPAN_MAX` and the read gap limit.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    SCRATCH.with(|s| f(&mut s.borrow_mut()))
+}
+
+/// `scratch[..len]`, growing it if needed; old contents are not cleared.
+fn scratch_of(scratch: &mut Vec<u8>, len: usize) -> &mut [u8] {
+    if scratch.len() < len {
+        scratch.resize(len, 0);
+    }
+    &mut scratch[..len]
+}
+
 fn read_run(file: &File, run: &Run, buf: &mut [u8], scratch: &mut Vec<u8>) -> io::Result<()> {
     if let [Segment::Buf(r)] = run.segments.as_slice() {
         return read_at_most(file, run.object_offset, &mut buf[r.clone()]).map(|_| ());
     }
     // Every gap lands in the same scratch bytes (they are thrown away).
     let gap_max = run.segments.iter().map(|s| if let Segment::Gap(n) = s { *n as usize } else { 0 }).max().unwrap_or(0);
-    if scratch.len() < gap_max {
-        scratch.resize(gap_max, 0);
-    }
+    let scratch = scratch_of(scratch, gap_max);
     let base = buf.as_mut_ptr();
     let mut iovs: Vec<libc::iovec> = run
         .segments
@@ -207,7 +224,7 @@ fn read_run(file: &File, run: &Run, buf: &mut [u8], scratch: &mut Vec<u8>) -> io
 /// One pread of the span, then each piece copied out of it. Bytes past the end of the stored
 /// data are left as they are in `buf`, as [`ObjectData::read_at`] does.
 fn read_sieve(file: &File, start: u64, len: u64, pieces: &[Piece], buf: &mut [u8], scratch: &mut Vec<u8>) -> io::Result<()> {
-    scratch.resize(len as usize, 0);
+    let scratch = scratch_of(scratch, len as usize);
     let stored = read_at_most(file, start, scratch)?;
     for p in pieces {
         let at = (p.object_offset - start) as usize;
@@ -235,7 +252,7 @@ fn write_run(file: &File, run: &Run, data: &[u8]) -> io::Result<()> {
 /// Read-modify-write of the span: the pieces patched in list order (later wins), the span
 /// written back whole. Past the end of the stored data the span reads as zeros.
 fn write_sieve(file: &File, start: u64, len: u64, pieces: &[Piece], data: &[u8], scratch: &mut Vec<u8>) -> io::Result<()> {
-    scratch.resize(len as usize, 0);
+    let scratch = scratch_of(scratch, len as usize);
     let stored = read_at_most(file, start, scratch)?;
     scratch[stored..].fill(0);
     for p in pieces {
@@ -277,28 +294,30 @@ impl ObjectData for FileStore {
 
     fn read_pieces(&self, addr: ObjectAddr, pieces: &[Piece], buf: &mut [u8]) -> Result<(), StorageError> {
         let Some(file) = self.existing(addr)? else { return Ok(()) };
-        let mut scratch = Vec::new();
-        for step in plan::plan_read(pieces, self.read_gap_max) {
-            match step {
-                Step::Vectored(run) => read_run(&file, &run, buf, &mut scratch),
-                Step::Sieve { object_offset, len, pieces } => read_sieve(&file, object_offset, len, &pieces, buf, &mut scratch),
+        with_scratch(|scratch| {
+            for step in plan::plan_read(pieces, self.read_gap_max) {
+                match step {
+                    Step::Vectored(run) => read_run(&file, &run, buf, scratch),
+                    Step::Sieve { object_offset, len, pieces } => read_sieve(&file, object_offset, len, &pieces, buf, scratch),
+                }
+                .map_err(StorageError::io(IoOp::Read))?;
             }
-            .map_err(StorageError::io(IoOp::Read))?;
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     fn write_pieces(&self, addr: ObjectAddr, pieces: &[Piece], data: &[u8]) -> Result<(), StorageError> {
         let file = self.create(addr)?;
-        let mut scratch = Vec::new();
-        for step in plan::plan_write(pieces, self.write_gap_max) {
-            match step {
-                Step::Vectored(run) => write_run(&file, &run, data),
-                Step::Sieve { object_offset, len, pieces } => write_sieve(&file, object_offset, len, &pieces, data, &mut scratch),
+        with_scratch(|scratch| {
+            for step in plan::plan_write(pieces, self.write_gap_max) {
+                match step {
+                    Step::Vectored(run) => write_run(&file, &run, data),
+                    Step::Sieve { object_offset, len, pieces } => write_sieve(&file, object_offset, len, &pieces, data, scratch),
+                }
+                .map_err(StorageError::io(IoOp::Write))?;
             }
-            .map_err(StorageError::io(IoOp::Write))?;
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     fn stored_len(&self, addr: ObjectAddr) -> Result<u64, StorageError> {

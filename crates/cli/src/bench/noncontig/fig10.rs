@@ -52,7 +52,7 @@ pub fn segments(quick: bool) -> Vec<u64> {
 }
 
 pub fn run(client: &OsdClient<Session>, quick: bool, report: &mut Report) -> Result<Vec<Point>> {
-    let rounds = if quick { 1 } else { 3 };
+    let rounds = if quick { 1 } else { 7 };
     let timed = if quick { 512 } else { ITERATIVE_COMMANDS_TIMED };
     let mut points = Vec::new();
     for total in totals(quick) {
