@@ -39,3 +39,11 @@ fn bench_attr_quick_writes_its_summary() {
 fn bench_io_target_only_quick_writes_its_summary() {
     run_bench(&["io", "--target-only"], &["write_over_raw_16MiB", "read_over_raw_16MiB"]);
 }
+
+#[test]
+fn bench_io_file_system_quick_writes_its_summary() {
+    run_bench(
+        &["io"],
+        &["fs_write_over_raw_16MiB", "fs_read_over_raw_16MiB", "fs_write_fsync_mib_s_16MiB", "loopback_write_mib_s_at_4", "loopback_read_over_raw_at_4"],
+    );
+}

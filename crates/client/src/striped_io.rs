@@ -4,10 +4,11 @@
 //! sessions. Reads scatter each reply into the caller's buffer; writes send the caller's bytes.
 //!
 //! Write gather: `OsdClient::write_layout` takes one contiguous `&[u8]` per command. When a
-//! command's bytes are one run of the caller's buffer (always for a contiguous request) that
-//! slice goes out as is; only when they are several non-adjacent runs (a strided or list
-//! request) are they copied into one buffer first. A gather list per command in the OSD client
-//! would remove that copy (the session below already sends gather lists).
+//! command's bytes are one run of the caller's buffer (a file on one object, or a range within
+//! one stripe row) that slice goes out as is; when they are several non-adjacent runs (a range
+//! spanning stripe rows, a strided or list request) they are copied into one buffer first, on
+//! the slot's own thread. A gather list per command in the OSD client would remove that copy
+//! (the session below already sends gather lists).
 //!
 //! Read scatter: the OSD client returns each reply in its own `Vec`, which is copied into the
 //! caller's runs; a scatter list in the client would let the session write Data-In in place.
@@ -84,13 +85,21 @@ impl StripedFile<'_> {
         self.check_len(extents, buf.len())?;
         let work = self.slot_work(extents, mode, |p, starts, cmd| {
             let runs = buffer_runs(&p.pieces, starts, cmd.stream_start, cmd.len);
+            (cmd, runs)
+        })?;
+        // Gathering happens on each slot's own thread, so the copies of different OSDs'
+        // commands run in parallel and overlap the transfers already under way.
+        self.run(work, |lease, addr, (cmd, runs)| {
             let data: Cow<'_, [u8]> = match runs.as_slice() {
                 [(at, len)] => Cow::Borrowed(&buf[*at as usize..(*at + *len) as usize]),
-                _ => Cow::Owned(runs.iter().flat_map(|&(at, len)| &buf[at as usize..(at + len) as usize]).copied().collect()),
+                _ => {
+                    let mut gathered = Vec::with_capacity(cmd.len as usize);
+                    for &(at, len) in &runs {
+                        gathered.extend_from_slice(&buf[at as usize..(at + len) as usize]);
+                    }
+                    Cow::Owned(gathered)
+                }
             };
-            (cmd, data)
-        })?;
-        self.run(work, |lease, addr, (cmd, data)| {
             debug_assert_eq!(data.len() as u64, cmd.len);
             lease.conn.write_layout(addr, cmd.offset, &data, cmd.layout, fua)
         })

@@ -17,7 +17,10 @@ pub enum BenchCommand {
     /// GET ATTRIBUTES round-trip latency with the seed's breakdown (slides 002, "Overheads in
     /// getattr"), beside the raw loopback TCP round trip.
     Attr(attr::AttrArgs),
-    /// READ and WRITE throughput against transfer size (seed 000 Fig. 9), beside raw TCP.
+    /// File-system read and write throughput against transfer size (seed 000 Fig. 9) and
+    /// against the number of OSDs (seed 002 slides), beside raw TCP to the same hosts; with
+    /// --netns also with each OSD on its own rate-limited link; --target-only measures one OSD
+    /// target alone.
     Io(io::IoArgs),
 }
 
