@@ -3,6 +3,7 @@
 
 mod attr;
 mod baseline;
+mod cpu;
 mod io;
 pub mod report;
 mod target;

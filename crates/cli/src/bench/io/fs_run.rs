@@ -27,7 +27,7 @@ pub fn run(args: &IoArgs, common: &CommonArgs) -> Result<()> {
     }
     let max = *counts.last().expect("not empty");
     let budget = if common.quick { args.bytes_per_point.min(32 * MIB as u64) } else { args.bytes_per_point } as usize;
-    let chunk = if common.quick { 4 * MIB as u64 } else { 16 * MIB as u64 };
+    let chunk = if common.quick { args.osd_call_bytes.min(4 * MIB as u64) } else { args.osd_call_bytes }.max(1);
     let per_osd = if common.quick { args.bytes_per_osd.min(8 * MIB as u64) } else { args.bytes_per_osd }.max(chunk);
     let plan = Plan { counts: &counts, per_osd, chunk, rounds: if common.quick { 1 } else { 3 } };
 
@@ -39,6 +39,8 @@ pub fn run(args: &IoArgs, common: &CommonArgs) -> Result<()> {
     report.param("bytes_per_osd_per_pass", per_osd);
     report.param("bytes_per_osd_per_call", chunk);
     report.param("rounds", plan.rounds);
+    // Other tenants' load changes throughput on a shared machine (not the CPU cost per GiB).
+    report.param("load_average_at_start", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
 
     let loopback = Site::loopback(max)?;
     report.param("loopback_osds", loopback.osd_addrs());
@@ -56,6 +58,7 @@ pub fn run(args: &IoArgs, common: &CommonArgs) -> Result<()> {
         None
     };
 
+    report.param("load_average_at_end", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
     print_tables(&report, args);
     summarize(&mut report, &sizes, &local, spread.as_deref(), args);
     report.print_summary();
@@ -83,10 +86,20 @@ fn print_tables(report: &Report, args: &IoArgs) {
         &with("osds"),
         is_sweep("osds/loopback"),
     );
+    report.print_table_where(
+        "  ... CPU seconds per GiB moved (bench process + daemons), file system and raw TCP",
+        &["osds", "fs_write_cpu_s_per_gib", "fs_read_cpu_s_per_gib", "raw_write_cpu_s_per_gib", "raw_read_cpu_s_per_gib"],
+        is_sweep("osds/loopback"),
+    );
     if args.netns {
         report.print_table_where(
             &format!("File system, every daemon on its own namespace, OSD links {}: aggregate throughput (MiB/s)", args.rate),
             &with("osds"),
+            is_sweep("osds/netns"),
+        );
+        report.print_table_where(
+            "  ... CPU seconds per GiB moved (bench process + daemons), file system and raw TCP",
+            &["osds", "fs_write_cpu_s_per_gib", "fs_read_cpu_s_per_gib", "raw_write_cpu_s_per_gib", "raw_read_cpu_s_per_gib"],
             is_sweep("osds/netns"),
         );
         report.print_table_where(
@@ -126,6 +139,15 @@ fn summarize(report: &mut Report, sizes: &[Measured], local: &[Measured], spread
         report.summary(&format!("netns_raw_read_efficiency_at_{n}"), last.raw_read / link);
         report.summary(&format!("netns_efficiency_at_{n}"), w.min(r));
         report.summary(&format!("goal_netns_{}pct_at_{n}", (LINK_GOAL * 100.0) as u32), w.min(r) >= LINK_GOAL);
+        if let Some(cpu) = last.cpu {
+            // What this machine's cores could carry if the stack had them all to itself.
+            let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1) as f64;
+            report.summary(&format!("netns_fs_write_cpu_s_per_gib_at_{n}"), cpu.write);
+            report.summary(&format!("netns_fs_read_cpu_s_per_gib_at_{n}"), cpu.read);
+            report.summary(&format!("netns_raw_write_cpu_s_per_gib_at_{n}"), cpu.raw_write);
+            report.summary(&format!("netns_raw_read_cpu_s_per_gib_at_{n}"), cpu.raw_read);
+            report.summary(&format!("netns_fs_cpu_ceiling_of_links_at_{n}"), cores * 1024.0 / cpu.write.max(cpu.read) / link);
+        }
     }
 }
 

@@ -38,8 +38,13 @@ pub struct IoArgs {
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8", conflicts_with = "target_only")]
     osds: Vec<u32>,
     /// Bytes each OSD stores per pass of the aggregate sweep (constant work per server).
-    #[arg(long, default_value = "64M", value_parser = parse_size, conflicts_with = "target_only")]
+    #[arg(long, default_value = "256M", value_parser = parse_size, conflicts_with = "target_only")]
     bytes_per_osd: u64,
+    /// Bytes each OSD receives per `pwrite` / `pread` call of the aggregate sweep (a call
+    /// moves N times this). Above the client's 16 MiB command cap, several commands are in
+    /// flight per OSD, so a link does not idle while its OSD stores the last one.
+    #[arg(long, default_value = "64M", value_parser = parse_size, conflicts_with = "target_only")]
+    osd_call_bytes: u64,
     /// Run the aggregate sweep a second time with the metadata server, every OSD and the
     /// client each in its own network namespace (needs root), every OSD behind a `tc tbf` link
     /// of --rate; reports throughput over N x rate.
@@ -72,6 +77,29 @@ struct Measured {
     /// Median over rounds of (raw time / file-system time) for the round's write pair.
     write_over_raw: f64,
     read_over_raw: f64,
+    /// CPU cost, where measured.
+    cpu: Option<CpuCost>,
+}
+
+/// CPU seconds per GiB moved, over the bench process and every daemon of the cluster (the
+/// kernel's network work is charged to them too).
+#[derive(Clone, Copy, Debug)]
+struct CpuCost {
+    write: f64,
+    read: f64,
+    raw_write: f64,
+    raw_read: f64,
+}
+
+/// Runs `f`, returning its wall time and the CPU time this process and `pids` spent meanwhile.
+fn timed_cpu(pids: &[u32], f: impl FnOnce() -> Result<()>) -> Result<(Duration, Duration)> {
+    let before = super::cpu::total_cpu(pids)?;
+    let wall = timed(f)?;
+    Ok((wall, super::cpu::total_cpu(pids)?.saturating_sub(before)))
+}
+
+fn cpu_s_per_gib(cpu: Duration, bytes: u64) -> f64 {
+    cpu.as_secs_f64() / (bytes as f64 / (1u64 << 30) as f64)
 }
 
 fn time_reps(reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<Duration> {

@@ -4,7 +4,8 @@
 //! sequential `pwrite`s of N x `chunk` bytes (every OSD busy in every call); write+fsync is the
 //! same pass followed by one `fsync`; read reads it back in the same calls. The baseline in
 //! each round: N raw TCP streams at once, one to each OSD's host, moving the same bytes in
-//! the same chunks.
+//! the same chunks. CPU time of the bench process and every daemon is read around each pass,
+//! for the cost per GiB of each path.
 
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use tessera_client::{File, StripeHint};
 use super::super::baseline::fan_out;
 use super::super::report::Report;
 use super::site::{Site, STRIPE_UNIT};
-use super::{median, mib_s, pattern, timed, Measured};
+use super::{cpu_s_per_gib, median, mib_s, pattern, timed_cpu, CpuCost, Measured};
 
 pub struct Plan<'a> {
     pub counts: &'a [u32],
@@ -29,6 +30,7 @@ pub fn run(site: &Site, plan: &Plan<'_>, report: &mut Report) -> Result<Vec<Meas
     let _on_client_host = site.enter_client()?;
     let client = site.connect()?;
     let calls = (plan.per_osd / plan.chunk).max(1) as usize;
+    let pids = site.daemon_pids();
     let mut points = Vec::new();
     for &n in plan.counts {
         let path = format!("/bench-osds-{n}");
@@ -41,15 +43,16 @@ pub fn run(site: &Site, plan: &Plan<'_>, report: &mut Report) -> Result<Vec<Meas
         let mut raw = site.raw_clients(n as usize)?;
         write_pass(&file, &data, calls)?; // allocate the objects before timing
         let mut t = [Duration::ZERO; 5];
+        let mut cpu = [Duration::ZERO; 4];
         let (mut write_ratios, mut read_ratios) = (Vec::new(), Vec::new());
         for _ in 0..plan.rounds {
-            let w = timed(|| write_pass(&file, &data, calls))?;
-            let rw = fan_out(&mut raw, calls, plan.chunk as usize, true)?;
-            let ws = timed(|| {
+            let (w, cw) = timed_cpu(&pids, || write_pass(&file, &data, calls))?;
+            let (rw, crw) = timed_cpu(&pids, || fan_out(&mut raw, calls, plan.chunk as usize, true).map(drop))?;
+            let (ws, _) = timed_cpu(&pids, || {
                 write_pass(&file, &data, calls)?;
                 Ok(file.fsync()?)
             })?;
-            let r = timed(|| {
+            let (r, cr) = timed_cpu(&pids, || {
                 for c in 0..calls {
                     let got = file.pread((c * call_len) as u64, &mut back)?;
                     ensure!(got == call_len, "short read: {got} of {call_len} bytes");
@@ -57,8 +60,11 @@ pub fn run(site: &Site, plan: &Plan<'_>, report: &mut Report) -> Result<Vec<Meas
                 Ok(())
             })?;
             ensure!(back == data, "{path}: the bytes read back differ from those written");
-            let rr = fan_out(&mut raw, calls, plan.chunk as usize, false)?;
+            let (rr, crr) = timed_cpu(&pids, || fan_out(&mut raw, calls, plan.chunk as usize, false).map(drop))?;
             for (acc, d) in t.iter_mut().zip([w, ws, r, rw, rr]) {
+                *acc += d;
+            }
+            for (acc, d) in cpu.iter_mut().zip([cw, cr, crw, crr]) {
                 *acc += d;
             }
             write_ratios.push(rw.as_secs_f64() / w.as_secs_f64());
@@ -76,6 +82,12 @@ pub fn run(site: &Site, plan: &Plan<'_>, report: &mut Report) -> Result<Vec<Meas
             raw_read: mib_s(bytes, t[4]),
             write_over_raw: median(write_ratios),
             read_over_raw: median(read_ratios),
+            cpu: Some(CpuCost {
+                write: cpu_s_per_gib(cpu[0], bytes),
+                read: cpu_s_per_gib(cpu[1], bytes),
+                raw_write: cpu_s_per_gib(cpu[2], bytes),
+                raw_read: cpu_s_per_gib(cpu[3], bytes),
+            }),
         };
         report.row(row(site, n, total, &m));
         points.push(m);
@@ -103,6 +115,12 @@ fn row(site: &Site, n: u32, bytes_per_pass: u64, m: &Measured) -> Value {
         "write_over_raw": m.write_over_raw,
         "read_over_raw": m.read_over_raw,
     });
+    if let Some(cpu) = m.cpu {
+        row["fs_write_cpu_s_per_gib"] = json!(cpu.write);
+        row["fs_read_cpu_s_per_gib"] = json!(cpu.read);
+        row["raw_write_cpu_s_per_gib"] = json!(cpu.raw_write);
+        row["raw_read_cpu_s_per_gib"] = json!(cpu.raw_read);
+    }
     if let Some(rate) = site.rate {
         let link = n as f64 * rate.mib_per_sec();
         row["links_mib_s"] = json!(link);

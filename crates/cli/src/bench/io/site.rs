@@ -76,6 +76,11 @@ impl Site {
         self.raw.iter().take(n).map(RawServer::connect).collect()
     }
 
+    /// Process ids of the metadata server and the OSDs (for CPU accounting).
+    pub fn daemon_pids(&self) -> Vec<u32> {
+        self.cluster.records().iter().map(|r| r.pid).collect()
+    }
+
     /// Where the OSDs listen, for the report.
     pub fn osd_addrs(&self) -> Vec<String> {
         self.cluster.config().osds.iter().map(|o| o.addr.clone()).collect()

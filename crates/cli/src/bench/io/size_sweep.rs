@@ -67,6 +67,7 @@ pub fn run(site: &Site, sizes: &[usize], budget: usize, report: &mut Report) -> 
             raw_read: mib_s(bytes, t[4]),
             write_over_raw: median(write_ratios),
             read_over_raw: median(read_ratios),
+            cpu: None,
         };
         report.row(json!({
             "sweep": "size",
