@@ -146,15 +146,15 @@ pub fn plot_lines(path: &Path, axes: &Axes<'_>, series: &[Series]) -> Result<()>
     plot_panels(path, &[(axes, series)])
 }
 
-/// Draws several charts side by side into one PNG (one bench, several sweeps).
+/// Draws several charts one above the other into one PNG (one bench, several sweeps).
 pub fn plot_panels(path: &Path, panels: &[(&Axes<'_>, &[Series])]) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs::create_dir_all(dir)?;
     }
     anyhow::ensure!(!panels.is_empty(), "nothing to plot");
-    let root = BitMapBackend::new(path, (1000 * panels.len() as u32, 640)).into_drawing_area();
+    let root = BitMapBackend::new(path, (1000, 640 * panels.len() as u32)).into_drawing_area();
     root.fill(&WHITE)?;
-    for (area, (axes, series)) in root.split_evenly((1, panels.len())).iter().zip(panels) {
+    for (area, (axes, series)) in root.split_evenly((panels.len(), 1)).iter().zip(panels) {
         draw_chart(area, axes, series)?;
     }
     root.present().with_context(|| format!("writing {}", path.display()))?;
@@ -237,7 +237,7 @@ fn human(v: f64) -> String {
         format!("{}M", v / 1048576.0)
     } else if a >= 1024.0 && (a / 1024.0).fract() == 0.0 {
         format!("{}K", v / 1024.0)
-    } else if a >= 100.0 || a == 0.0 {
+    } else if a >= 100.0 || v.fract() == 0.0 {
         format!("{v:.0}")
     } else {
         format!("{v:.2}")

@@ -164,9 +164,9 @@ fn series(points: &[Measured], prefix: &str) -> Vec<Series> {
 
 fn plot(path: &std::path::Path, sizes: &[Measured], local: &[Measured], spread: Option<&[Measured]>, args: &IoArgs) -> Result<()> {
     let size_axes = Axes { title: "One OSD: throughput vs transfer size", x_label: "transfer size (bytes)", y_label: "MiB/s (log)", log_x: true, log_y: true };
-    let local_axes = Axes { title: "Loopback: aggregate vs OSDs", x_label: "OSDs", y_label: "MiB/s", log_x: true, log_y: false };
+    let local_axes = Axes { title: "Loopback: aggregate vs OSDs", x_label: "OSDs", y_label: "MiB/s", log_x: false, log_y: false };
     let title = format!("Namespaces, {} per OSD: aggregate vs OSDs", args.rate);
-    let spread_axes = Axes { title: &title, x_label: "OSDs", y_label: "MiB/s", log_x: true, log_y: false };
+    let spread_axes = Axes { title: &title, x_label: "OSDs", y_label: "MiB/s", log_x: false, log_y: false };
     let size_series = series(sizes, "");
     let local_series = series(local, "");
     let mut panels: Vec<(&Axes<'_>, &[Series])> = vec![(&size_axes, &size_series), (&local_axes, &local_series)];
