@@ -66,3 +66,11 @@ fn bench_noncontig_quick_writes_its_summary() {
         &["read", "model", "small", "subarray", "memory", "store"],
     );
 }
+
+#[test]
+fn bench_io_file_system_quick_writes_its_summary() {
+    run_bench(
+        &["io"],
+        &["fs_write_over_raw_16MiB", "fs_read_over_raw_16MiB", "fs_write_fsync_mib_s_16MiB", "loopback_write_mib_s_at_4", "loopback_read_over_raw_at_4"],
+    );
+}

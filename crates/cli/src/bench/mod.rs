@@ -3,6 +3,7 @@
 
 mod attr;
 mod baseline;
+mod cpu;
 mod io;
 mod noncontig;
 pub mod report;
@@ -18,7 +19,10 @@ pub enum BenchCommand {
     /// GET ATTRIBUTES round-trip latency with the seed's breakdown (slides 002, "Overheads in
     /// getattr"), beside the raw loopback TCP round trip.
     Attr(attr::AttrArgs),
-    /// READ and WRITE throughput against transfer size (seed 000 Fig. 9), beside raw TCP.
+    /// File-system read and write throughput against transfer size (seed 000 Fig. 9) and
+    /// against the number of OSDs (seed 002 slides), beside raw TCP to the same hosts; with
+    /// --netns also with each OSD on its own rate-limited link; --target-only measures one OSD
+    /// target alone.
     Io(io::IoArgs),
     /// Native non-contiguous I/O (issue 4): seed 000 Figs. 8 and 10, 1024 x 64 B against one
     /// contiguous transfer, seed 003's pack vs gather, and the target's per-piece vs sieve rule.
