@@ -13,6 +13,8 @@ pub mod rel {
     pub const QUOTAS: u32 = 2;
     pub const TIMESTAMPS: u32 = 3;
     pub const COLLECTIONS: u32 = 4;
+    /// Policy/security: stored as given (the policy/access tag; docs/security.md).
+    pub const POLICY: u32 = 5;
     /// First application-defined page.
     pub const APPLICATION_FIRST: u32 = 0x1_0000;
     /// Size of each object type's page range.
@@ -118,6 +120,7 @@ pub fn classify(kind: ObjectKind, page: u32) -> PageClass {
         rel::QUOTAS if kind != ObjectKind::Collection => PageClass::Quotas,
         rel::TIMESTAMPS => PageClass::Timestamps,
         rel::COLLECTIONS if kind == ObjectKind::User => PageClass::Collections,
+        rel::POLICY => PageClass::Stored,
         r if r >= rel::APPLICATION_FIRST => PageClass::Stored,
         _ => PageClass::Unsupported,
     }

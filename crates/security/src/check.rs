@@ -157,13 +157,14 @@ impl Checker {
         Ok(derive(parent, command.slot, &command.key_id, &command.seed))
     }
 
-    /// Checks a decoded OSD command; `facts` answers for the capability's object.
+    /// Checks a decoded OSD command; `facts` answers for the capability's object (an error
+    /// there refuses the command: the checks fail closed).
     pub fn authorize(
         &self,
         arrived: &Arrived<'_>,
         requirement: &Requirement,
         now_ms: u64,
-        facts: &dyn Fn(ObjectAddr) -> Option<ObjectFacts>,
+        facts: &dyn Fn(ObjectAddr) -> Result<Option<ObjectFacts>, SecurityError>,
     ) -> Result<Authorized, SecurityError> {
         let capability = self.capability(arrived.cdb)?;
         check_expiry(&capability, now_ms)?;
@@ -349,12 +350,16 @@ fn check_bytes(c: &Capability, bytes: Bytes) -> Result<(), SecurityError> {
 
 /// Steps 3c, 4, 5: object type, created time, policy tag, from the OSD's own records. An
 /// object the OSD does not have passes here; the command then fails on it in the engine.
-fn check_object(c: &Capability, object: ObjectAddr, facts: &dyn Fn(ObjectAddr) -> Option<ObjectFacts>) -> Result<(), SecurityError> {
+fn check_object(
+    c: &Capability,
+    object: ObjectAddr,
+    facts: &dyn Fn(ObjectAddr) -> Result<Option<ObjectFacts>, SecurityError>,
+) -> Result<(), SecurityError> {
     let needs_type = c.scope == Scope::Object;
     if !needs_type && c.object_created_ms == 0 && c.policy_tag == 0 {
         return Ok(());
     }
-    let Some(f) = facts(object) else { return Ok(()) };
+    let Some(f) = facts(object)? else { return Ok(()) };
     if needs_type && f.object_type != c.object_type {
         return Err(SecurityError::WrongObjectType);
     }

@@ -23,6 +23,7 @@
 //! | `DataOutIcvOffset` | ILLEGAL REQUEST | 24/00 | 232 Data-Out ICV offset |
 //! | `DataInIcvOffset` | ILLEGAL REQUEST | 24/00 | 228 Data-In ICV offset |
 //! | `DataOutIcv` | ILLEGAL REQUEST | 26/0F invalid Data-Out buffer integrity check value | none |
+//! | `FactsUnavailable` | HARDWARE ERROR | 44/00 internal target failure | none |
 
 use tessera_osd_proto::cdb;
 use tessera_scsi::{FieldPointer, Sense, SenseKey};
@@ -70,6 +71,8 @@ pub enum SecurityError {
     DataInIcvOffset,
     #[error("Data-Out integrity check value does not verify (altered data)")]
     DataOutIcv,
+    #[error("the OSD could not read the object's security attributes")]
+    FactsUnavailable,
 }
 
 fn capability_field(offset: usize) -> u16 {
@@ -94,6 +97,7 @@ impl SecurityError {
             SecurityError::RequestIcv | SecurityError::ContinuationIcv => "icv",
             SecurityError::Nonce(_) => "nonce",
             SecurityError::DataOutIcvOffset | SecurityError::DataInIcvOffset | SecurityError::DataOutIcv => "data_icv",
+            SecurityError::FactsUnavailable => "store",
         }
     }
 
@@ -124,6 +128,7 @@ impl SecurityError {
             SecurityError::DataOutIcvOffset => Sense::invalid_cdb_field(cdb::DATA_OUT_ICV_OFFSET as u16),
             SecurityError::DataInIcvOffset => Sense::invalid_cdb_field(cdb::DATA_IN_ICV_OFFSET as u16),
             SecurityError::DataOutIcv => Sense::new(SenseKey::IllegalRequest, 0x26, 0x0F),
+            SecurityError::FactsUnavailable => Sense::new(SenseKey::HardwareError, 0x44, 0x00),
         }
     }
 }

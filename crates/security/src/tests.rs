@@ -50,8 +50,8 @@ fn credential(c: Capability) -> Credential {
     Credential::new(c, &key)
 }
 
-fn facts(_: ObjectAddr) -> Option<ObjectFacts> {
-    Some(ObjectFacts { object_type: ObjectType::User, created_ms: 5, policy_tag: TAG })
+fn facts(_: ObjectAddr) -> Result<Option<ObjectFacts>, SecurityError> {
+    Ok(Some(ObjectFacts { object_type: ObjectType::User, created_ms: 5, policy_tag: TAG }))
 }
 
 /// Runs the OSD's side on an encoded command.
