@@ -140,7 +140,7 @@ impl CommandSet for Arc<OsdCommandSet> {
         let Some(gate) = &self.security else { return self.run(task, &request, &placement, true) };
         let auth = match gate.authorize(&self.engine, nexus, task, &request, now_ms()) {
             Ok(a) => a,
-            Err(refusal) => return refusal,
+            Err(sense) => return ScsiOutcome::check_condition(sense),
         };
         let outcome = self.run(task, &request, &placement, !auth.seals_data_in());
         gate.finish(&self.engine, &request, &auth, &placement, outcome)

@@ -17,7 +17,7 @@ use std::sync::Mutex;
 
 use tessera_engine::{Engine, ObjectKind, StoredKey};
 use tessera_osd_proto::{continuation_segment, ReplyPlacement, Request, ServiceAction};
-use tessera_scsi::{Nexus, ScsiOutcome, ScsiTask};
+use tessera_scsi::{Nexus, ScsiOutcome, ScsiTask, Sense};
 use tessera_security::check::Arrived;
 use tessera_security::key_commands::KeyCommand;
 use tessera_security::nonce::NonceWindow;
@@ -146,7 +146,7 @@ impl SecurityGate {
         Ok(facts)
     }
 
-    fn refuse(&self, nexus: &Nexus, what: &str, addr: (u64, u64), e: SecurityError) -> ScsiOutcome {
+    fn refuse(&self, nexus: &Nexus, what: &str, addr: (u64, u64), e: SecurityError) -> Sense {
         let count = {
             let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
             let n = refused.entry(e.kind()).or_insert(0);
@@ -160,11 +160,11 @@ impl SecurityGate {
         } else {
             debug!(initiator = %nexus.initiator_port, command = what, kind = e.kind(), "refused: {e}");
         }
-        ScsiOutcome::check_condition(e.sense())
+        e.sense()
     }
 
-    /// Runs the checks on a decoded command.
-    pub fn authorize(&self, engine: &Engine, nexus: &Nexus, task: &ScsiTask<'_>, request: &Request<'_>, now_ms: u64) -> Result<Authorized, ScsiOutcome> {
+    /// Runs the checks on a decoded command; a refusal is the sense to answer with.
+    pub fn authorize(&self, engine: &Engine, nexus: &Nexus, task: &ScsiTask<'_>, request: &Request<'_>, now_ms: u64) -> Result<Authorized, Sense> {
         let cdb: &[u8; tessera_osd_proto::cdb::CDB_LEN] = task.cdb.try_into().expect("decode_request accepted a 236-byte CDB");
         let arrived = Arrived {
             cdb,
@@ -250,11 +250,11 @@ impl SecurityGate {
         let what = if command.slot == KeySlot::Master { "SetMasterKey" } else { "SetKey" };
         let auth = match self.checker.authorize_key_command(&arrived, &command, now_ms) {
             Ok(a) => a,
-            Err(e) => return self.refuse(nexus, what, (command.addressed().partition_id(), 0), e),
+            Err(e) => return ScsiOutcome::check_condition(self.refuse(nexus, what, (command.addressed().partition_id(), 0), e)),
         };
         let key = match self.checker.derive(&command) {
             Ok(k) => k,
-            Err(e) => return self.refuse(nexus, what, (command.addressed().partition_id(), 0), e),
+            Err(e) => return ScsiOutcome::check_condition(self.refuse(nexus, what, (command.addressed().partition_id(), 0), e)),
         };
         let (kind, partition_id, version) = command.slot.parts();
         let row = StoredKey { kind, partition_id, version, key: *key.bytes(), key_id: command.key_id };

@@ -7,7 +7,8 @@
 //! derivation; [`icv`] every integrity check value; [`nonce`] nonces and the replay list;
 //! [`policy`] what each command needs from its capability; [`check`] the OSD's ordered checks
 //! and the sealing of answers; [`credential`] the client's signing and answer checks;
-//! [`key_commands`] the SET KEY / SET MASTER KEY CDBs; [`error`] refusals and their sense data;
+//! [`key_commands`] the SET KEY / SET MASTER KEY CDBs; [`manager`] the security manager's
+//! copy of an OSD's keys; [`error`] refusals and their sense data;
 //! [`fuzzing`] fuzz entry points. docs/security.md gives the threat model.
 
 pub mod capability;
@@ -18,6 +19,7 @@ pub mod fuzzing;
 pub mod icv;
 pub mod key_commands;
 pub mod keys;
+pub mod manager;
 pub mod nonce;
 pub mod policy;
 
@@ -30,4 +32,5 @@ pub use credential::{Credential, ResponseError, SignError, Signed};
 pub use error::SecurityError;
 pub use key_commands::KeyCommand;
 pub use keys::{Key, KeySlot};
+pub use manager::{ManagerError, OsdKeys};
 pub use nonce::{Nonce, NonceSource, NonceWindow};
