@@ -100,7 +100,9 @@ impl ReplayList {
     /// A list for an OSD that started at `start_ms`.
     pub fn new(window: NonceWindow, start_ms: u64) -> Self {
         assert!(window.capacity > 0, "a replay list must hold at least one nonce");
-        ReplayList { window, seen: BTreeSet::new(), floor_ms: start_ms }
+        // Strictly before the start: the previous run's commands were all older, and a client
+        // may sign its first command in the very millisecond this one started.
+        ReplayList { window, seen: BTreeSet::new(), floor_ms: start_ms.saturating_sub(1) }
     }
 
     pub fn len(&self) -> usize {
@@ -175,7 +177,8 @@ mod tests {
         assert_eq!(l.accept(&Nonce::new(now + 500, 1), now), Ok(()));
         // Right after a start, nonces from before it are refused even inside the window.
         let mut fresh = list(16);
-        assert!(matches!(fresh.accept(&Nonce::new(START, 1), START + 10), Err(NonceError::OutOfRange { .. })));
+        assert!(matches!(fresh.accept(&Nonce::new(START - 1, 1), START + 10), Err(NonceError::OutOfRange { .. })));
+        assert_eq!(fresh.accept(&Nonce::new(START, 1), START), Ok(()));
     }
 
     /// Goal: a full list never lets a replay through. Method: overflow it, replay the evicted

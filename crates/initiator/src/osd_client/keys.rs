@@ -24,7 +24,41 @@ pub fn fresh_seed() -> ([u8; KEY_ID_LEN], [u8; SEED_LEN]) {
     (id, seed)
 }
 
+/// INQUIRY with EVPD for the unit serial number page (SPC-4 §6.6, §7.8.16).
+const INQUIRY_UNIT_SERIAL: [u8; 6] = [0x12, 0x01, 0x80, 0x00, 0xFF, 0x00];
+
 impl<T: ScsiTransport> OsdClient<T> {
+    /// The OSD's system id, which every capability key binds. Read from the unit serial number
+    /// (VPD page 0x80, the system id in hex on a Tessera OSD): INQUIRY is answered without a
+    /// capability, so a security manager can learn it before it holds any key. A wrong answer
+    /// only makes the manager's credentials fail; it reveals nothing.
+    pub fn system_id(&self) -> Result<[u8; 20], OsdError> {
+        let request = ScsiRequest { lun: self.lun, cdb: &INQUIRY_UNIT_SERIAL, data_out: &[], data_in_len: 0xFF };
+        let mut attempts = 0;
+        let response = loop {
+            let response = self.transport.execute(&request)?;
+            attempts += 1;
+            if !is_unit_attention(&response) || attempts > UNIT_ATTENTION_RETRIES {
+                break response;
+            }
+        };
+        let missing = || OsdError::Missing { peer: self.peer(), service_action: ServiceAction::GetAttributes, what: "a 20-byte system id in the unit serial number" };
+        if response.status != ScsiStatus::Good || response.data_in.len() < 4 {
+            return Err(missing());
+        }
+        let len = u16::from_be_bytes([response.data_in[2], response.data_in[3]]) as usize;
+        let serial = response.data_in.get(4..4 + len).ok_or_else(missing)?;
+        let text = std::str::from_utf8(serial).map_err(|_| missing())?.trim();
+        let mut id = [0u8; 20];
+        if text.len() != 40 {
+            return Err(missing());
+        }
+        for (i, b) in id.iter_mut().enumerate() {
+            *b = u8::from_str_radix(text.get(2 * i..2 * i + 2).ok_or_else(missing)?, 16).map_err(|_| missing())?;
+        }
+        Ok(id)
+    }
+
     /// Sets `slot` on the OSD to a fresh key derived from its parent and records it in `keys`
     /// once the OSD accepted it.
     pub fn establish_key(&self, keys: &mut OsdKeys, slot: KeySlot, method: SecurityMethod) -> Result<(), OsdError> {

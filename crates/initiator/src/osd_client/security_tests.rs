@@ -38,6 +38,7 @@ fn secured(required: SecurityMethod) -> SecuredOsd {
     let set = OsdCommandSet::with_security(engine, TargetSecurity::new(required, Some(MASTER))).unwrap();
     let device = Arc::new(ScsiFront::new(Arc::new(set)));
     let client = OsdClient::new(DirectTransport::new(device, "iqn.2026-11.org.tessera:test,i,0x1", 1), 0);
+    assert_eq!(client.system_id().unwrap(), system_id, "INQUIRY names the system id");
     let mut keys = OsdKeys::new(system_id, MASTER);
     client.establish_key(&mut keys, KeySlot::Root, required).unwrap();
     let root = keys.credential(keys.root_capability(required, Permissions::CREATE, now_ms() + HOUR_MS)).unwrap();
