@@ -39,3 +39,11 @@ fn bench_attr_quick_writes_its_summary() {
 fn bench_io_target_only_quick_writes_its_summary() {
     run_bench(&["io", "--target-only"], &["write_over_raw_16MiB", "read_over_raw_16MiB"]);
 }
+
+#[test]
+fn bench_security_quick_writes_its_summary() {
+    run_bench(
+        &["security"],
+        &["cmdrsp_write_throughput_cost_1MiB", "cmdrsp_read_throughput_cost_1MiB", "cmdrsp_write_extra_us_per_command_4KiB", "cmdrsp_read_extra_us_per_command_4KiB"],
+    );
+}

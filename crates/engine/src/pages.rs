@@ -216,6 +216,10 @@ pub enum Settable {
 }
 
 pub fn settable(kind: ObjectKind, page: u32, number: u32) -> Settable {
+    // The policy/security page holds only the policy/access tag (docs/security.md).
+    if page.checked_sub(kind.page_base()) == Some(rel::POLICY) {
+        return if number == crate::security_store::POLICY_ACCESS_TAG { Settable::Stored } else { Settable::ReadOnly };
+    }
     match classify(kind, page) {
         PageClass::Stored => Settable::Stored,
         PageClass::Information if number == info::NAME => Settable::Stored,
@@ -282,6 +286,9 @@ mod tests {
         assert_eq!(settable(ObjectKind::Root, 0x9000_0001, info::NAME), Settable::Stored);
         assert_eq!(settable(ObjectKind::Partition, 0x3000_0002, quota::CAPACITY), Settable::StoredU64);
         assert_eq!(settable(ObjectKind::User, 4, 7), Settable::Membership);
+        assert_eq!(settable(ObjectKind::User, 5, 1), Settable::Stored);
+        assert_eq!(settable(ObjectKind::Partition, 0x3000_0005, 1), Settable::Stored);
+        assert_eq!(settable(ObjectKind::User, 5, 2), Settable::ReadOnly);
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod attr;
 mod baseline;
 mod io;
 pub mod report;
+mod security;
 mod target;
 
 use std::path::PathBuf;
@@ -19,6 +20,9 @@ pub enum BenchCommand {
     Attr(attr::AttrArgs),
     /// READ and WRITE throughput against transfer size (seed 000 Fig. 9), beside raw TCP.
     Io(io::IoArgs),
+    /// Throughput and per-command cost of NOSEC, CAPKEY, CMDRSP and ALLDATA, contiguous and
+    /// strided, against a NOSEC target in the same run (issue 5).
+    Security(security::SecurityArgs),
 }
 
 #[derive(Args, Clone)]
@@ -44,6 +48,7 @@ pub fn run(which: BenchCommand, common: CommonArgs) -> Result<()> {
     match which {
         BenchCommand::Attr(args) => attr::run(args, &common),
         BenchCommand::Io(args) => io::run(args, &common),
+        BenchCommand::Security(args) => security::run(args, &common),
     }
 }
 
