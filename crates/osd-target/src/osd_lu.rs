@@ -27,7 +27,8 @@ pub const OSD_DEVICE_TYPE: u8 = 0x11;
 
 /// Root-object page (in the root's application range) that reports the target's per-stage
 /// counters: 1 commands, 2 decode ns, 3 engine ns, 4 encode ns, 5 commands security let
-/// through, 6 commands security refused (each 8 bytes, big-endian, cumulative since start). Read-only; answered here, never stored.
+/// through, 6 commands security refused (each 8 bytes, big-endian, cumulative since start).
+/// Read-only; answered here, never stored.
 pub const STATS_PAGE: u32 = 0x9FFF_FF00;
 
 #[derive(Default)]

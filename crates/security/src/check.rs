@@ -18,6 +18,7 @@ use tessera_osd_proto::cdb::{self, RawCdb, CDB_LEN};
 use tessera_osd_proto::offset::decode_offset;
 use tessera_osd_proto::ReplyPlacement;
 use tessera_scsi::Sense;
+use tessera_types::limits::TRANSFER_LEN_MAX;
 use tessera_types::ObjectAddr;
 
 use crate::capability::{self, Capability, ObjectType, Scope, SecurityMethod, CAPABILITY_LEN};
@@ -209,34 +210,40 @@ impl Checker {
         Ok(c)
     }
 
-    fn capability_key(&self, slot: KeySlot, capability: &[u8; CAPABILITY_LEN]) -> Result<CapabilityKey, SecurityError> {
+    /// The capability key, from the cache or derived. A derived key comes back with the ring
+    /// generation it was derived under, to be cached once the command proved authentic (so
+    /// forged capabilities cannot flush the cache).
+    fn capability_key(&self, slot: KeySlot, capability: &[u8; CAPABILITY_LEN]) -> Result<(CapabilityKey, Option<u64>), SecurityError> {
         let ring = self.keys.read().unwrap_or_else(|p| p.into_inner());
         let generation = ring.generation;
-        let cache_key = (slot, *capability);
-        if let Some((g, k)) = lock(&self.capability_keys).get(&cache_key) {
+        if let Some((g, k)) = lock(&self.capability_keys).get(&(slot, *capability)) {
             if *g == generation {
-                return Ok(k.clone());
+                return Ok((k.clone(), None));
             }
         }
         let key = ring.keys.get(&slot).ok_or(SecurityError::UnknownKey(slot))?;
-        let derived = CapabilityKey::new(&capability_key(key, capability, &self.system_id));
-        drop(ring);
+        Ok((CapabilityKey::new(&capability_key(key, capability, &self.system_id)), Some(generation)))
+    }
+
+    fn remember(&self, slot: KeySlot, capability: [u8; CAPABILITY_LEN], key: &CapabilityKey, generation: u64) {
         let mut cache = lock(&self.capability_keys);
         if cache.len() >= CAPABILITY_KEYS_MAX {
             cache.clear();
         }
-        cache.insert(cache_key, (generation, derived.clone()));
-        Ok(derived)
+        cache.insert((slot, capability), (generation, key.clone()));
     }
 
     /// Step 7: the integrity values and the nonce.
     fn verify(&self, arrived: &Arrived<'_>, capability: Capability, slot: KeySlot, now_ms: u64) -> Result<Authorized, SecurityError> {
         let mut cap_bytes = [0u8; CAPABILITY_LEN];
         cap_bytes.copy_from_slice(&arrived.cdb[cdb::CAPABILITY..cdb::CAPABILITY + CAPABILITY_LEN]);
-        let key = self.capability_key(slot, &cap_bytes)?;
+        let (key, derived_under) = self.capability_key(slot, &cap_bytes)?;
         let request_icv = key.request_icv(arrived.cdb);
         if !icv_eq(&request_icv, &arrived.cdb[cdb::REQUEST_ICV..cdb::REQUEST_ICV + ICV_SIZE]) {
             return Err(SecurityError::RequestIcv);
+        }
+        if let Some(generation) = derived_under {
+            self.remember(slot, cap_bytes, &key, generation);
         }
         if let Some(segment) = arrived.continuation {
             let icv = key.continuation_icv(segment);
@@ -397,7 +404,9 @@ fn data_in_offset(raw: RawCdb<'_>, data_in_len: u32) -> Result<Option<u64>, Secu
     match decode_offset(raw.u32(cdb::DATA_IN_ICV_OFFSET)) {
         None if data_in_len == 0 => Ok(None),
         None => Err(SecurityError::DataInIcvOffset),
-        Some(offset) if offset + ICV_SIZE as u64 <= data_in_len as u64 => Ok(Some(offset)),
+        // Bounded by the transfer limit too: sealing zero-fills up to the offset, and the
+        // expected length alone is the initiator's word.
+        Some(offset) if offset + ICV_SIZE as u64 <= (data_in_len as u64).min(TRANSFER_LEN_MAX) => Ok(Some(offset)),
         Some(_) => Err(SecurityError::DataInIcvOffset),
     }
 }
