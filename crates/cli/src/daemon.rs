@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
@@ -45,11 +46,28 @@ impl Daemon {
     }
 
     pub fn spawn_exe(exe: &Path, args: &[&str]) -> Result<Daemon> {
+        Self::spawn_with(exe, args, None)
+    }
+
+    /// Like [`Daemon::spawn_exe`], with stderr appended to `log` when given. The child gets its
+    /// own process group, so a Ctrl-C meant for a foreground command does not reach it.
+    pub fn spawn_with(exe: &Path, args: &[&str], log: Option<&Path>) -> Result<Daemon> {
+        let stderr = match log {
+            Some(path) => Stdio::from(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .with_context(|| format!("opening log {}", path.display()))?,
+            ),
+            None => Stdio::inherit(),
+        };
         let mut child = Command::new(exe)
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
+            .process_group(0)
             .spawn()
             .with_context(|| format!("starting {} {}", exe.display(), args.join(" ")))?;
         let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout pipe"))?;
@@ -90,6 +108,13 @@ impl Daemon {
         self.child.id()
     }
 
+    /// Leaves the daemon running after this handle (and this process) is gone; returns its pid.
+    pub fn detach(self) -> u32 {
+        let pid = self.child.id();
+        std::mem::forget(self);
+        pid
+    }
+
     /// Stops the daemon gracefully and waits for it.
     pub fn stop(mut self) -> Result<()> {
         self.terminate()
@@ -106,10 +131,7 @@ impl Daemon {
         if self.child.try_wait()?.is_some() {
             return Ok(());
         }
-        // SAFETY: kill(2) with a pid we own and a valid signal number has no memory effects.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
-        }
+        signal(self.child.id(), libc::SIGTERM);
         for _ in 0..100 {
             if self.child.try_wait()?.is_some() {
                 return Ok(());
@@ -120,6 +142,12 @@ impl Daemon {
         self.child.wait()?;
         Ok(())
     }
+}
+
+/// Sends `sig` to `pid`; false if no such process.
+pub fn signal(pid: u32, sig: libc::c_int) -> bool {
+    // SAFETY: kill(2) with a valid signal number has no memory effects in this process.
+    unsafe { libc::kill(pid as libc::pid_t, sig) == 0 }
 }
 
 impl Drop for Daemon {

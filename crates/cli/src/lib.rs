@@ -2,7 +2,12 @@
 //! ([`daemon`]) and connection helper ([`session`]) that the integration tests reuse.
 
 pub mod bench;
+pub mod cluster;
+pub mod cmd_cluster;
+pub mod cmd_mds;
 pub mod cmd_osd;
 pub mod daemon;
 pub mod demo;
+pub mod fs;
 pub mod session;
+pub mod units;

@@ -1,9 +1,11 @@
-//! `tessera`: the one binary. Daemons (`osd`), the demonstration (`demo`) and the benchmarks
-//! (`bench ...`). Each subcommand lives in its own module of the `tessera_cli` library; this file
-//! only parses arguments.
+//! `tessera`: the one binary. Daemons (`osd`, `mds`), a local cluster's life cycle (`up`,
+//! `down`, `status`), the client commands (`put`, `get`, `ls`, ...), the demonstration (`demo`)
+//! and the benchmarks (`bench ...`). Each subcommand lives in its own module of the
+//! `tessera_cli` library; this file only parses arguments.
 
 use clap::{Args, Parser, Subcommand};
-use tessera_cli::{bench, cmd_osd, demo};
+use tessera_cli::fs::{namespace, objects, stripe, transfer};
+use tessera_cli::{bench, cmd_cluster, cmd_mds, cmd_osd, demo};
 
 #[derive(Parser)]
 #[command(
@@ -11,9 +13,15 @@ use tessera_cli::{bench, cmd_osd, demo};
     version,
     about = "Tessera: a parallel file system on object-based storage devices (T10 OSD-2 over iSCSI)",
     long_about = "Tessera: a parallel file system whose storage nodes are object-based storage devices.\n\n\
-        Each storage node runs `tessera osd`, an OSD-2 target served over iSCSI. `tessera demo` starts a\n\
-        target in a temporary directory and exercises it; `tessera bench` reproduces the seed papers'\n\
-        experiments against a baseline measured in the same run."
+        Each storage node runs `tessera osd`, an OSD-2 target served over iSCSI; `tessera mds` keeps the\n\
+        namespace and file layouts. Clients read and write file data on the OSDs directly.\n\n\
+        Quick start:\n\
+        \x20 tessera up --dir /tmp/tc --osds 4        # a local cluster, in the background\n\
+        \x20 export TESSERA_CLUSTER=/tmp/tc/cluster.toml\n\
+        \x20 tessera put big.dat /big.dat && tessera getstripe /big.dat\n\
+        \x20 tessera down --dir /tmp/tc\n\n\
+        `tessera demo` does all of this in a temporary directory; `tessera bench` reproduces the seed\n\
+        papers' experiments against a baseline measured in the same run."
 )]
 struct Cli {
     /// Log filter (e.g. `info`, `tessera_target=debug`); also read from RUST_LOG.
@@ -27,6 +35,38 @@ struct Cli {
 enum Command {
     /// Serve one object-based storage device (LUN 0) over iSCSI.
     Osd(cmd_osd::OsdArgs),
+    /// Serve the namespace and file layouts (one metadata server of a cluster file).
+    Mds(cmd_mds::MdsArgs),
+    /// Start a local cluster (metadata server + N OSDs) in the background; writes DIR/cluster.toml.
+    Up(cmd_cluster::UpArgs),
+    /// Stop the local cluster `tessera up --dir DIR` started (OSDs flush first).
+    Down(cmd_cluster::DownArgs),
+    /// Report every daemon of a cluster as up or down.
+    Status(cmd_cluster::StatusArgs),
+    /// Copy a local file into Tessera.
+    Put(transfer::PutArgs),
+    /// Copy a file out of Tessera (or only some of its pieces, with --pieces).
+    Get(transfer::GetArgs),
+    /// Write a file's contents to standard output.
+    Cat(transfer::CatArgs),
+    /// List a directory.
+    Ls(namespace::LsArgs),
+    /// Show a file's or directory's attributes.
+    Stat(namespace::StatArgs),
+    /// Make directories.
+    Mkdir(namespace::MkdirArgs),
+    /// Remove files (and with -r, directories).
+    Rm(namespace::RmArgs),
+    /// Rename or move a file or directory.
+    Mv(namespace::MvArgs),
+    /// Set a directory's default striping, or create an empty file with its own.
+    Setstripe(stripe::SetStripeArgs),
+    /// Show a file's layout (stripe unit, count, OSDs, object ids) or a directory's default.
+    Getstripe(stripe::GetStripeArgs),
+    /// Get, set or list OSD attributes of a file's data objects.
+    Attr(objects::AttrArgs),
+    /// Capacity and use of every OSD, and the namespace's inode counts.
+    Df(objects::DfArgs),
     /// Start a target in a temporary directory, exercise it, and run a short benchmark.
     Demo(demo::DemoArgs),
     /// Reproduce the seed papers' experiments; every bench also measures its baseline.
@@ -49,14 +89,59 @@ fn main() {
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .with_writer(std::io::stderr)
         .init();
+    if !matches!(cli.command, Command::Osd(_) | Command::Mds(_)) {
+        restore_sigpipe();
+    }
     let result = match cli.command {
         Command::Osd(args) => cmd_osd::run(args),
+        Command::Mds(args) => cmd_mds::run(args),
+        Command::Up(args) => cmd_cluster::up(args),
+        Command::Down(args) => cmd_cluster::down(args),
+        Command::Status(args) => cmd_cluster::status(args),
+        Command::Put(args) => transfer::put(args),
+        Command::Get(args) => transfer::get(args),
+        Command::Cat(args) => transfer::cat(args),
+        Command::Ls(args) => namespace::ls(args),
+        Command::Stat(args) => namespace::stat(args),
+        Command::Mkdir(args) => namespace::mkdir(args),
+        Command::Rm(args) => namespace::rm(args),
+        Command::Mv(args) => namespace::mv(args),
+        Command::Setstripe(args) => stripe::setstripe(args),
+        Command::Getstripe(args) => stripe::getstripe(args),
+        Command::Attr(args) => objects::attr(args),
+        Command::Df(args) => objects::df(args),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args.which, args.common),
     };
     if let Err(e) = result {
-        eprintln!("tessera: error: {e:#}");
+        eprintln!("tessera: error: {}", error_chain(&e));
         std::process::exit(1);
+    }
+}
+
+/// The error and its causes on one line, skipping a cause its parent's message already spells
+/// out (many error types print their source inline).
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&text);
+        }
+    }
+    line
+}
+
+/// `tessera cat f | head` should end quietly when `head` does, as other Unix tools do (Rust
+/// ignores SIGPIPE and would panic on the failed print). Daemons keep ignoring it: a detached
+/// daemon's stdout pipe closes when `tessera up` exits.
+fn restore_sigpipe() {
+    // SAFETY: resets one signal disposition before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

@@ -6,8 +6,14 @@
 //! - [`client`]: [`Client`], path resolution and the namespace operations.
 //! - [`mod@file`]: [`File`], an open file holding its layout: `pread`, `pwrite`, extent-list I/O,
 //!   `read_to_end`, `set_len`, `fsync`, `stat`.
+//! - [`list_io`]: PVFS list I/O on a [`File`]: `read_list` / `write_list` (memory regions and
+//!   file extents, each non-contiguous, equal totals), `pread_vec` / `pwrite_vec` (a buffer per
+//!   offset), `read_strided` / `write_strided`, `read_subarray` / `write_subarray`.
+//! - [`patterns`]: [`StridedPattern`] and [`Subarray`] (N-D, row-major), which expand to extents.
+//! - [`extent_list`]: the `OFFSET LENGTH` text format of `tessera get --pieces`, [`extent_list::parse`].
 //! - [`striped_io`]: one command list per object, all OSDs in parallel, pipelined per OSD.
 //! - [`command_plan`]: a slot's pieces -> commands under a [`Mode`] and a transfer cap; pure.
+//! - [`memory`]: the caller's memory regions as one stream, sliced in place.
 //! - [`objects`]: per-object FLUSH and logical-length reads over a whole file.
 //! - [`pool`]: a few lazily logged-in iSCSI sessions per OSD.
 //! - [`path`]: path syntax (`.`/`..`, no working directory).
@@ -38,7 +44,7 @@
 //!
 //! # Striped I/O
 //!
-//! A request (one range, or a list of file extents over one buffer) is planned with
+//! A request (one range, or a list of file extents over one buffer or many memory regions) is planned with
 //! `tessera_layout::plan` into one piece list per data object; each object gets one command,
 //! described by a contiguous, strided, nested or SGL descriptor as [`Mode`] allows, split only
 //! past the transfer cap (the configured `max_transfer_bytes`, at most four negotiated
@@ -64,10 +70,14 @@ pub mod client;
 pub mod command_plan;
 pub mod config;
 pub mod error;
+pub mod extent_list;
 pub mod file;
+pub mod list_io;
 pub mod mds_router;
+pub mod memory;
 pub mod objects;
 pub mod path;
+pub mod patterns;
 pub mod pool;
 pub mod striped_io;
 
@@ -75,6 +85,8 @@ pub use client::{Client, Stripe};
 pub use command_plan::Mode;
 pub use config::{ClusterConfig, ConfigError, MdsEntry, OsdEntry};
 pub use error::{ClientError, MdsLinkError};
+pub use extent_list::ExtentListError;
 pub use file::File;
+pub use patterns::{PatternError, StridedPattern, Subarray};
 pub use tessera_layout::Extent;
 pub use tessera_mds_proto::{Attr, DirEntry, FileLayout, FileType, FsError, InodeId, StatFs, StripeHint};

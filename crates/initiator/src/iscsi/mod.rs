@@ -5,11 +5,13 @@
 mod driver;
 mod login;
 mod raw;
+mod reconnecting;
 mod rx;
 mod session;
 
 pub use login::LoginResult;
 pub use raw::{RawConnection, RawReply};
+pub use reconnecting::ReconnectingSession;
 pub use session::Session;
 
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,0 +1,199 @@
+//! A cluster of real daemons on this host: N `tessera osd` processes and one or more
+//! `tessera mds` processes, each with its own directory under one cluster directory.
+//!
+//! ```text
+//! DIR/cluster.toml     what clients read (--cluster / TESSERA_CLUSTER)
+//! DIR/daemons.json     pid, address and directory of each daemon (for `down` and `status`)
+//! DIR/osd<i>/          object store of OSD i
+//! DIR/mds<i>/          namespace database of metadata server i
+//! DIR/logs/<name>.log  each daemon's log
+//! ```
+//!
+//! [`LocalCluster`] owns its daemons and stops them when dropped (benchmarks, tests, the demo);
+//! `tessera up` detaches them instead and `tessera down` stops them by pid.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use tessera_client::{ClusterConfig, MdsEntry, OsdEntry};
+
+use crate::daemon::Daemon;
+
+pub const CLUSTER_FILE: &str = "cluster.toml";
+pub const DAEMONS_FILE: &str = "daemons.json";
+/// The partition every OSD keeps file data in (created by the metadata server on first start).
+pub const DATA_PARTITION: u64 = tessera_client::config::DEFAULT_PARTITION_ID;
+
+/// What to start.
+#[derive(Clone, Debug)]
+pub struct ClusterSpec {
+    pub osds: u32,
+    pub mds: u32,
+    /// Address every daemon binds (ports are chosen by the kernel).
+    pub host: String,
+    /// Default striping of new files (`tessera mds --stripe-unit/--stripe-count`).
+    pub stripe_unit: u64,
+    pub stripe_count: u32,
+}
+
+impl ClusterSpec {
+    pub fn new(osds: u32) -> ClusterSpec {
+        ClusterSpec { osds, mds: 1, host: "127.0.0.1".into(), stripe_unit: 1 << 20, stripe_count: 0 }
+    }
+}
+
+/// One started daemon, as `daemons.json` records it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DaemonRecord {
+    /// `mds` or `osd`.
+    pub role: String,
+    pub index: u32,
+    pub pid: u32,
+    pub addr: String,
+    pub data: PathBuf,
+    pub log: PathBuf,
+}
+
+impl DaemonRecord {
+    pub fn name(&self) -> String {
+        format!("{}{}", self.role, self.index)
+    }
+}
+
+pub struct LocalCluster {
+    dir: PathBuf,
+    config: ClusterConfig,
+    /// Metadata servers first: they are stopped before the OSDs they talk to.
+    daemons: Vec<(DaemonRecord, Daemon)>,
+}
+
+impl LocalCluster {
+    /// Starts `osds` OSDs and one metadata server under `dir` with this same executable.
+    pub fn start(dir: &Path, osds: u32) -> Result<LocalCluster> {
+        let exe = std::env::current_exe().context("finding the tessera executable")?;
+        Self::start_spec(&exe, dir, &ClusterSpec::new(osds))
+    }
+
+    /// Starts the cluster `spec` describes with the `tessera` executable `exe`, reusing the
+    /// stores already under `dir` (a restart keeps every flushed file).
+    pub fn start_spec(exe: &Path, dir: &Path, spec: &ClusterSpec) -> Result<LocalCluster> {
+        if spec.osds == 0 || spec.mds == 0 {
+            bail!("a cluster needs at least one OSD and one metadata server");
+        }
+        let logs = dir.join("logs");
+        std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
+        check_not_shrinking(dir, spec)?;
+        let mut osd_daemons = Vec::new();
+        let mut osd_entries = Vec::new();
+        for i in 0..spec.osds {
+            let data = dir.join(format!("osd{i}"));
+            let log = logs.join(format!("osd{i}.log"));
+            let listen = format!("{}:0", spec.host);
+            let daemon = Daemon::spawn_with(exe, &["osd", "--data", path_str(&data)?, "--listen", &listen], Some(&log))?;
+            let addr = daemon.field("addr")?.to_string();
+            let target = daemon.field("target")?.to_string();
+            osd_entries.push(OsdEntry { addr: addr.clone(), target, partition_id: DATA_PARTITION, lun: 0 });
+            let record = DaemonRecord { role: "osd".into(), index: i, pid: daemon.pid(), addr, data, log };
+            osd_daemons.push((record, daemon));
+        }
+        let mds_addrs = free_ports(&spec.host, spec.mds)?;
+        let config = ClusterConfig::new(mds_addrs.iter().map(|addr| MdsEntry { addr: addr.clone() }).collect(), osd_entries);
+        let cluster_file = dir.join(CLUSTER_FILE);
+        config.save(&cluster_file)?;
+        let mut daemons = Vec::new();
+        for (i, addr) in mds_addrs.iter().enumerate() {
+            let data = dir.join(format!("mds{i}"));
+            let log = logs.join(format!("mds{i}.log"));
+            let args = [
+                "mds",
+                "--data",
+                path_str(&data)?,
+                "--cluster",
+                path_str(&cluster_file)?,
+                "--index",
+                &i.to_string(),
+                "--stripe-unit",
+                &spec.stripe_unit.to_string(),
+                "--stripe-count",
+                &spec.stripe_count.to_string(),
+            ]
+            .map(String::from);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let daemon = Daemon::spawn_with(exe, &args, Some(&log))?;
+            let record = DaemonRecord { role: "mds".into(), index: i as u32, pid: daemon.pid(), addr: addr.clone(), data, log };
+            daemons.push((record, daemon));
+        }
+        daemons.extend(osd_daemons);
+        Ok(LocalCluster { dir: dir.to_path_buf(), config, daemons })
+    }
+
+    pub fn config(&self) -> &ClusterConfig {
+        &self.config
+    }
+
+    pub fn cluster_file(&self) -> PathBuf {
+        self.dir.join(CLUSTER_FILE)
+    }
+
+    pub fn records(&self) -> Vec<DaemonRecord> {
+        self.daemons.iter().map(|(r, _)| r.clone()).collect()
+    }
+
+    /// Leaves every daemon running and records them in `DIR/daemons.json`.
+    pub fn detach(self) -> Result<Vec<DaemonRecord>> {
+        let records = self.records();
+        write_records(&self.dir, &records)?;
+        for (_, daemon) in self.daemons {
+            daemon.detach();
+        }
+        Ok(records)
+    }
+
+    /// Stops metadata servers, then OSDs, each gracefully (SIGTERM: the OSD flushes).
+    pub fn stop(self) -> Result<()> {
+        for (_, daemon) in self.daemons {
+            daemon.stop()?;
+        }
+        Ok(())
+    }
+}
+
+fn path_str(path: &Path) -> Result<&str> {
+    path.to_str().with_context(|| format!("{} is not valid UTF-8", path.display()))
+}
+
+/// Layouts name OSDs by index, so a restart with fewer OSDs would strand files.
+fn check_not_shrinking(dir: &Path, spec: &ClusterSpec) -> Result<()> {
+    let existing = (0..).take_while(|i| dir.join(format!("osd{i}")).is_dir()).count() as u32;
+    if existing > spec.osds {
+        bail!(
+            "{} already holds {existing} OSD stores; starting only {} would strand files striped over the others (use --osds {existing} or a new --dir)",
+            dir.display(),
+            spec.osds
+        );
+    }
+    Ok(())
+}
+
+/// `count` distinct ports the kernel considers free on `host` (bound together, then released
+/// just before the metadata servers bind them).
+fn free_ports(host: &str, count: u32) -> Result<Vec<String>> {
+    let listeners: Vec<TcpListener> = (0..count)
+        .map(|_| TcpListener::bind(format!("{host}:0")).with_context(|| format!("finding a free port on {host}")))
+        .collect::<Result<_>>()?;
+    listeners.iter().map(|l| Ok(l.local_addr()?.to_string())).collect()
+}
+
+pub fn write_records(dir: &Path, records: &[DaemonRecord]) -> Result<()> {
+    let path = dir.join(DAEMONS_FILE);
+    let text = serde_json::to_string_pretty(records)?;
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+pub fn read_records(dir: &Path) -> Result<Vec<DaemonRecord>> {
+    let path = dir.join(DAEMONS_FILE);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {} (is a cluster running there?)", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}

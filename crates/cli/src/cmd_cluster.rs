@@ -1,0 +1,202 @@
+//! `tessera up`, `tessera down`, `tessera status`: a local cluster's life cycle, and a health
+//! check of any cluster a cluster file names (local or on other hosts).
+
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use tessera_client::ClusterConfig;
+use tessera_initiator::iscsi::{Session, SessionConfig};
+use tessera_initiator::osd_client::OsdClient;
+use tessera_mds::MdsConnection;
+use tessera_mds_proto::Request;
+
+use crate::cluster::{read_records, ClusterSpec, DaemonRecord, LocalCluster, CLUSTER_FILE, DAEMONS_FILE};
+use crate::daemon::signal;
+use crate::units::parse_size;
+
+/// How long `down` waits for a daemon to exit after SIGTERM before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(15);
+/// How long `status` waits for a daemon to accept a connection.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+#[derive(Args)]
+pub struct UpArgs {
+    /// Directory for the cluster's stores, logs and cluster.toml (created if missing; an
+    /// existing one is restarted with its data).
+    #[arg(long)]
+    dir: PathBuf,
+    /// Number of OSDs.
+    #[arg(long, default_value_t = 4)]
+    osds: u32,
+    /// Number of metadata servers sharing the namespace.
+    #[arg(long, default_value_t = 1)]
+    mds: u32,
+    /// Address every daemon binds.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Default stripe unit of new files.
+    #[arg(long, default_value = "1M", value_parser = parse_size)]
+    stripe_unit: u64,
+    /// Default stripe count of new files; 0 stripes over every OSD.
+    #[arg(long, default_value_t = 0)]
+    stripe_count: u32,
+}
+
+#[derive(Args)]
+pub struct DownArgs {
+    /// The directory given to `tessera up`.
+    #[arg(long)]
+    dir: PathBuf,
+}
+
+#[derive(Args)]
+pub struct StatusArgs {
+    /// A cluster file (default: TESSERA_CLUSTER, or DIR/cluster.toml with --dir).
+    #[arg(long, env = "TESSERA_CLUSTER")]
+    cluster: Option<PathBuf>,
+    /// The directory given to `tessera up` (also shows pids and logs).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+pub fn up(mut args: UpArgs) -> Result<()> {
+    // Absolute, so the cluster file and `down` work from any directory.
+    std::fs::create_dir_all(&args.dir).with_context(|| format!("creating {}", args.dir.display()))?;
+    args.dir = absolute(&args.dir);
+    if let Ok(records) = read_records(&args.dir) {
+        let alive: Vec<String> = records.iter().filter(|r| is_running(r)).map(DaemonRecord::name).collect();
+        if !alive.is_empty() {
+            bail!("a cluster is already running in {} ({}); stop it with `tessera down --dir {}`", args.dir.display(), alive.join(", "), args.dir.display());
+        }
+    }
+    let exe = std::env::current_exe().context("finding the tessera executable")?;
+    let spec = ClusterSpec {
+        osds: args.osds,
+        mds: args.mds,
+        host: args.host.clone(),
+        stripe_unit: args.stripe_unit,
+        stripe_count: args.stripe_count,
+    };
+    let cluster = LocalCluster::start_spec(&exe, &args.dir, &spec)?;
+    let cluster_file = cluster.cluster_file();
+    let records = cluster.detach()?;
+    for r in &records {
+        println!("{:<6} pid {:<8} {:<22} {}", r.name(), r.pid, r.addr, r.data.display());
+    }
+    println!("cluster up: {} metadata server(s), {} OSD(s); logs in {}", args.mds, args.osds, args.dir.join("logs").display());
+    println!("export TESSERA_CLUSTER={}", absolute(&cluster_file).display());
+    Ok(())
+}
+
+pub fn down(args: DownArgs) -> Result<()> {
+    let records = read_records(&args.dir)?;
+    let mut stopped = 0;
+    // Metadata servers first (they are first in the file): no namespace change half-done
+    // against an OSD that is already gone.
+    for r in &records {
+        if !is_running(r) {
+            continue;
+        }
+        signal(r.pid, libc::SIGTERM);
+        let deadline = Instant::now() + STOP_GRACE;
+        while is_running(r) && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(20));
+        }
+        if is_running(r) {
+            eprintln!("tessera down: {} (pid {}) ignored SIGTERM for {STOP_GRACE:?}; killing it", r.name(), r.pid);
+            signal(r.pid, libc::SIGKILL);
+        }
+        println!("stopped {} (pid {})", r.name(), r.pid);
+        stopped += 1;
+    }
+    let _ = std::fs::remove_file(args.dir.join(DAEMONS_FILE));
+    if stopped == 0 {
+        println!("no daemon of {} was running", args.dir.display());
+    }
+    Ok(())
+}
+
+pub fn status(args: StatusArgs) -> Result<()> {
+    let file = match (&args.cluster, &args.dir) {
+        (_, Some(dir)) => dir.join(CLUSTER_FILE),
+        (Some(file), None) => file.clone(),
+        (None, None) => bail!("which cluster? give --cluster FILE, --dir DIR, or set TESSERA_CLUSTER"),
+    };
+    let config = ClusterConfig::load(&file)?;
+    let records = args.dir.as_deref().and_then(|d| read_records(d).ok()).unwrap_or_default();
+    let mut down = 0;
+    println!("{:<6} {:<22} {:<6} detail", "daemon", "address", "state");
+    for (i, mds) in config.mds.iter().enumerate() {
+        let state = probe_mds(&mds.addr);
+        down += state.is_err() as usize;
+        print_state(&format!("mds{i}"), &mds.addr, &state, pid_of(&records, "mds", i));
+    }
+    for (i, osd) in config.osds.iter().enumerate() {
+        let state = probe_osd(&config, i);
+        down += state.is_err() as usize;
+        print_state(&format!("osd{i}"), &osd.addr, &state, pid_of(&records, "osd", i));
+    }
+    if down > 0 {
+        bail!("{down} daemon(s) down");
+    }
+    Ok(())
+}
+
+fn pid_of(records: &[DaemonRecord], role: &str, index: usize) -> Option<u32> {
+    records.iter().find(|r| r.role == role && r.index as usize == index).map(|r| r.pid)
+}
+
+fn print_state(name: &str, addr: &str, state: &Result<String>, pid: Option<u32>) {
+    let pid = pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
+    match state {
+        Ok(detail) => println!("{name:<6} {addr:<22} {:<6} {detail}{pid}", "up"),
+        Err(e) => println!("{name:<6} {addr:<22} {:<6} {e:#}{pid}", "down"),
+    }
+}
+
+/// Connects with a deadline first, so a dead host costs seconds, not the kernel's minutes.
+fn reachable(addr: &str) -> Result<()> {
+    let sockaddr = addr.to_socket_addrs()?.next().with_context(|| format!("{addr} resolves to nothing"))?;
+    TcpStream::connect_timeout(&sockaddr, PROBE_TIMEOUT).with_context(|| format!("connecting to {addr}"))?;
+    Ok(())
+}
+
+fn probe_mds(addr: &str) -> Result<String> {
+    reachable(addr)?;
+    let mut conn = MdsConnection::connect(addr)?;
+    match conn.call(Request::StatFs)? {
+        Ok(tessera_mds_proto::Reply::StatFs(s)) => Ok(format!("{} files, {} directories", s.files, s.directories)),
+        Ok(other) => bail!("unexpected answer {other:?}"),
+        Err(e) => bail!("refused STATFS: {e}"),
+    }
+}
+
+fn probe_osd(config: &ClusterConfig, index: usize) -> Result<String> {
+    let osd = &config.osds[index];
+    reachable(&osd.addr)?;
+    let session = Session::login(osd.addr.as_str(), SessionConfig::new(&config.initiator_name, &osd.target))?;
+    let client = OsdClient::new(session, osd.lun);
+    let partitions = client.list_all(0)?;
+    let data = if partitions.contains(&osd.partition_id) { "data partition ready" } else { "no data partition yet" };
+    Ok(format!("{}, {data}", osd.target))
+}
+
+/// Whether the daemon a record names is still this daemon: alive, not a zombie, and its
+/// command line still names its directory (pids are reused).
+pub fn is_running(r: &DaemonRecord) -> bool {
+    let proc = PathBuf::from(format!("/proc/{}", r.pid));
+    let Ok(cmdline) = std::fs::read(proc.join("cmdline")) else { return false };
+    let zombie = std::fs::read_to_string(proc.join("stat"))
+        .map(|s| s.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
+        .unwrap_or(true);
+    let data = r.data.to_string_lossy();
+    !zombie && cmdline.split(|b| *b == 0).any(|arg| arg == data.as_bytes())
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}

@@ -1,0 +1,38 @@
+//! The client commands (`put`, `get`, `ls`, `setstripe`, ...), on the conventions users know
+//! from Lustre's `lfs` and coreutils. Each finds the cluster from `--cluster FILE` or
+//! `TESSERA_CLUSTER` and talks to the metadata servers and OSDs directly.
+
+pub mod namespace;
+pub mod objects;
+pub mod stripe;
+pub mod transfer;
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use tessera_client::{Client, ClusterConfig};
+
+/// Where the cluster is.
+#[derive(Args, Clone, Debug)]
+pub struct ClusterArg {
+    /// The cluster file (`tessera up` prints it); default: $TESSERA_CLUSTER.
+    #[arg(long, env = "TESSERA_CLUSTER", global = true)]
+    pub cluster: Option<PathBuf>,
+}
+
+impl ClusterArg {
+    pub fn load(&self) -> Result<ClusterConfig> {
+        let path = self
+            .cluster
+            .as_ref()
+            .context("which cluster? give --cluster FILE or set TESSERA_CLUSTER (`tessera up` prints it)")?;
+        Ok(ClusterConfig::load(path)?)
+    }
+
+    pub fn connect(&self) -> Result<(Client, ClusterConfig)> {
+        let config = self.load()?;
+        let client = Client::connect(&config).context("connecting to the cluster")?;
+        Ok((client, config))
+    }
+}

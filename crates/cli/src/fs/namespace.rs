@@ -1,0 +1,215 @@
+//! `ls`, `stat`, `mkdir`, `rm`, `mv`: namespace commands, answered by the metadata servers
+//! alone (sizes come from the data objects' logical lengths, which the servers read).
+
+use anyhow::{bail, Result};
+use clap::Args;
+use tessera_client::{Attr, Client, FileType, FsError};
+
+use super::ClusterArg;
+
+#[derive(Args)]
+pub struct LsArgs {
+    /// Directory or file (default: the root).
+    #[arg(default_value = "/")]
+    path: String,
+    /// Long listing: type and mode, links, owner, size, modification time.
+    #[arg(short = 'l')]
+    long: bool,
+    #[command(flatten)]
+    cluster: ClusterArg,
+}
+
+#[derive(Args)]
+pub struct StatArgs {
+    path: String,
+    #[command(flatten)]
+    cluster: ClusterArg,
+}
+
+#[derive(Args)]
+pub struct MkdirArgs {
+    #[arg(required = true)]
+    paths: Vec<String>,
+    /// Make parent directories as needed; no error if the directory exists.
+    #[arg(short = 'p', long)]
+    parents: bool,
+    #[command(flatten)]
+    cluster: ClusterArg,
+}
+
+#[derive(Args)]
+pub struct RmArgs {
+    #[arg(required = true)]
+    paths: Vec<String>,
+    /// Remove directories and their contents.
+    #[arg(short = 'r', long)]
+    recursive: bool,
+    /// Ignore paths that do not exist.
+    #[arg(short = 'f', long)]
+    force: bool,
+    #[command(flatten)]
+    cluster: ClusterArg,
+}
+
+#[derive(Args)]
+pub struct MvArgs {
+    from: String,
+    to: String,
+    #[command(flatten)]
+    cluster: ClusterArg,
+}
+
+pub fn ls(args: LsArgs) -> Result<()> {
+    let (client, _) = args.cluster.connect()?;
+    let attr = client.stat(&args.path)?;
+    let entries = if attr.file_type == FileType::Directory {
+        client.readdir(&args.path)?.into_iter().map(|e| (e.name, e.attr)).collect()
+    } else {
+        vec![(args.path.clone(), attr)]
+    };
+    for (name, attr) in entries {
+        if args.long {
+            println!("{} {:>3} {:>5} {:>5} {:>12} {} {name}", mode_string(&attr), attr.nlink, attr.uid, attr.gid, attr.size, time_string(attr.mtime.secs));
+        } else {
+            println!("{name}");
+        }
+    }
+    Ok(())
+}
+
+pub fn stat(args: StatArgs) -> Result<()> {
+    let (client, _) = args.cluster.connect()?;
+    let a = client.stat(&args.path)?;
+    println!("  path: {}", args.path);
+    println!("  type: {}", type_name(a.file_type));
+    println!("  size: {}", a.size);
+    println!(" inode: {:#x} (metadata server {})", a.ino.0, a.ino.server());
+    println!("  mode: {:04o} ({})", a.mode, mode_string(&a));
+    println!(" links: {}", a.nlink);
+    println!(" owner: uid {} gid {}", a.uid, a.gid);
+    println!("access: {}", time_string(a.atime.secs));
+    println!("modify: {}", time_string(a.mtime.secs));
+    println!("change: {}", time_string(a.ctime.secs));
+    Ok(())
+}
+
+pub fn mkdir(args: MkdirArgs) -> Result<()> {
+    let (client, _) = args.cluster.connect()?;
+    for path in &args.paths {
+        if args.parents {
+            let mut prefix = String::new();
+            for part in path.split('/').filter(|p| !p.is_empty()) {
+                prefix.push('/');
+                prefix.push_str(part);
+                match client.mkdir(&prefix, 0o755) {
+                    Err(e) if e.fs_error() == Some(FsError::Exists) => {
+                        if client.stat(&prefix)?.file_type != FileType::Directory {
+                            bail!("{prefix} exists and is not a directory");
+                        }
+                    }
+                    other => {
+                        other?;
+                    }
+                }
+            }
+        } else {
+            client.mkdir(path, 0o755)?;
+        }
+    }
+    Ok(())
+}
+
+pub fn rm(args: RmArgs) -> Result<()> {
+    let (client, _) = args.cluster.connect()?;
+    for path in &args.paths {
+        match remove(&client, path, args.recursive) {
+            Err(e) if args.force && e.downcast_ref::<tessera_client::ClientError>().and_then(|c| c.fs_error()) == Some(FsError::NotFound) => {}
+            other => other?,
+        }
+    }
+    Ok(())
+}
+
+fn remove(client: &Client, path: &str, recursive: bool) -> Result<()> {
+    let attr = client.stat(path)?;
+    if attr.file_type != FileType::Directory {
+        client.unlink(path)?;
+        return Ok(());
+    }
+    if !recursive {
+        bail!("{path} is a directory (use -r to remove it and its contents)");
+    }
+    for entry in client.readdir(path)? {
+        remove(client, &format!("{}/{}", path.trim_end_matches('/'), entry.name), true)?;
+    }
+    client.rmdir(path)?;
+    Ok(())
+}
+
+pub fn mv(args: MvArgs) -> Result<()> {
+    let (client, _) = args.cluster.connect()?;
+    // Like mv(1): moving onto an existing directory moves into it.
+    let to = match client.stat(&args.to) {
+        Ok(a) if a.file_type == FileType::Directory => {
+            let name = args.from.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
+            format!("{}/{name}", args.to.trim_end_matches('/'))
+        }
+        _ => args.to.clone(),
+    };
+    client.rename(&args.from, &to)?;
+    Ok(())
+}
+
+fn type_name(t: FileType) -> &'static str {
+    match t {
+        FileType::Regular => "regular file",
+        FileType::Directory => "directory",
+        FileType::Symlink => "symbolic link",
+    }
+}
+
+/// `drwxr-xr-x` and friends.
+pub fn mode_string(a: &Attr) -> String {
+    let kind = match a.file_type {
+        FileType::Directory => 'd',
+        FileType::Symlink => 'l',
+        FileType::Regular => '-',
+    };
+    let mut s = String::from(kind);
+    for shift in [6, 3, 0] {
+        let bits = (a.mode >> shift) & 7;
+        s.push(if bits & 4 != 0 { 'r' } else { '-' });
+        s.push(if bits & 2 != 0 { 'w' } else { '-' });
+        s.push(if bits & 1 != 0 { 'x' } else { '-' });
+    }
+    s
+}
+
+/// UTC `YYYY-MM-DD HH:MM:SS` without a time-zone database.
+pub fn time_string(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + (month <= 2) as i64;
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_string;
+
+    #[test]
+    fn civil_time() {
+        assert_eq!(time_string(0), "1970-01-01 00:00:00");
+        assert_eq!(time_string(951_782_400), "2000-02-29 00:00:00");
+        assert_eq!(time_string(1_795_000_000), "2026-11-18 11:06:40");
+    }
+}

@@ -1,0 +1,211 @@
+//! `put`, `get` and `cat`: whole-file copies between the local file system and Tessera, in
+//! large striped pieces, with a progress bar on a terminal.
+
+use std::fs::File as LocalFile;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use tessera_client::{extent_list, Client, FileType, FsError, Mode, StripeHint};
+
+use super::ClusterArg;
+use crate::units::parse_size;
+
+/// Bytes moved per client call: many stripes at once so every OSD has work in flight.
+const CHUNK_MIN: u64 = 64 << 20;
+
+#[derive(Args)]
+pub struct PutArgs {
+    /// Local file to copy (`-` for standard input).
+    local: PathBuf,
+    /// Destination path in Tessera; an existing directory receives the file by its name.
+    remote: String,
+    /// Stripe count of a new file (0: every OSD); default: the directory's.
+    #[arg(short = 'c', long)]
+    stripe_count: Option<u32>,
+    /// Stripe unit of a new file (e.g. 64K, 1M); default: the directory's.
+    #[arg(short = 'S', long, value_parser = parse_size)]
+    stripe_size: Option<u64>,
+    #[command(flatten)]
+    cluster: ClusterArg,
+}
+
+#[derive(Args)]
+pub struct GetArgs {
+    /// Path in Tessera.
+    remote: String,
+    /// Local destination (`-` for standard output); default: the file's name here.
+    local: Option<PathBuf>,
+    /// Read only these pieces: a file of `OFFSET LENGTH` lines (decimal, 0x hex, K/M/G
+    /// suffixes, # comments), written out concatenated in list order. Each OSD gets one
+    /// non-contiguous command for all its pieces. Past the end of file reads as zeros.
+    #[arg(long, value_name = "FILE")]
+    pieces: Option<PathBuf>,
+    #[command(flatten)]
+    cluster: ClusterArg,
+}
+
+#[derive(Args)]
+pub struct CatArgs {
+    /// Path in Tessera.
+    remote: String,
+    #[command(flatten)]
+    cluster: ClusterArg,
+}
+
+fn progress(total: u64, what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(what.to_string());
+    bar
+}
+
+fn chunk_len(client_stripe_width: u64) -> u64 {
+    CHUNK_MIN.div_ceil(client_stripe_width.max(1)) * client_stripe_width.max(1)
+}
+
+pub fn put(args: PutArgs) -> Result<()> {
+    let (client, _) = args.cluster.connect()?;
+    let remote = destination(&client, &args.remote, &args.local)?;
+    let hint = match (args.stripe_count, args.stripe_size) {
+        (None, None) => None,
+        (count, unit) => Some(StripeHint { stripe_unit: unit.unwrap_or(1 << 20), stripe_count: count.unwrap_or(0), start_osd: None }),
+    };
+    let file = match client.open(&remote) {
+        Ok(_) if hint.is_some() => bail!("{remote} exists and its layout is fixed; remove it first to restripe"),
+        Ok(f) => {
+            f.set_len(0)?;
+            f
+        }
+        Err(e) if e.fs_error() == Some(FsError::NotFound) => client.create(&remote, 0o644, hint)?,
+        Err(e) => return Err(e.into()),
+    };
+    let (mut input, total): (Box<dyn Read>, u64) = if args.local.as_os_str() == "-" {
+        (Box::new(io::stdin().lock()), 0)
+    } else {
+        let f = LocalFile::open(&args.local).with_context(|| format!("opening {}", args.local.display()))?;
+        let len = f.metadata()?.len();
+        (Box::new(f), len)
+    };
+    let stripe = &file.layout().stripe;
+    let chunk = chunk_len(stripe.stripe_unit() * stripe.stripe_count() as u64);
+    let bar = progress(total, &format!("put {remote}"));
+    let mut buf = vec![0u8; chunk as usize];
+    let mut offset = 0u64;
+    loop {
+        let n = read_full(&mut input, &mut buf).with_context(|| format!("reading {}", args.local.display()))?;
+        if n == 0 {
+            break;
+        }
+        file.pwrite(offset, &buf[..n])?;
+        offset += n as u64;
+        bar.set_position(offset);
+    }
+    file.fsync()?;
+    bar.finish_and_clear();
+    eprintln!("put {} -> {remote}: {offset} bytes", args.local.display());
+    Ok(())
+}
+
+/// Fills `buf` unless the input ends first; returns the bytes read.
+fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match input.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// `remote`, or `remote/<local name>` when `remote` is a directory.
+fn destination(client: &Client, remote: &str, local: &Path) -> Result<String> {
+    match client.stat(remote) {
+        Ok(attr) if attr.file_type == FileType::Directory => {
+            let name = local.file_name().and_then(|n| n.to_str()).context("standard input has no name; give a file path as destination")?;
+            Ok(format!("{}/{name}", remote.trim_end_matches('/')))
+        }
+        _ => Ok(remote.to_string()),
+    }
+}
+
+pub fn get(args: GetArgs) -> Result<()> {
+    let (client, _) = args.cluster.connect()?;
+    let local = match &args.local {
+        Some(p) => p.clone(),
+        None => PathBuf::from(args.remote.trim_end_matches('/').rsplit('/').next().filter(|n| !n.is_empty()).context("give a local destination")?),
+    };
+    let mut out: Box<dyn Write> = if local.as_os_str() == "-" {
+        Box::new(io::stdout().lock())
+    } else {
+        Box::new(io::BufWriter::new(LocalFile::create(&local).with_context(|| format!("creating {}", local.display()))?))
+    };
+    let written = match &args.pieces {
+        Some(list) => read_pieces(&client, &args.remote, list, &mut out)?,
+        None => copy_out(&client, &args.remote, &mut out, true)?,
+    };
+    out.flush()?;
+    if local.as_os_str() != "-" {
+        eprintln!("get {} -> {}: {written} bytes", args.remote, local.display());
+    }
+    Ok(())
+}
+
+pub fn cat(args: CatArgs) -> Result<()> {
+    let (client, _) = args.cluster.connect()?;
+    let mut out = io::stdout().lock();
+    copy_out(&client, &args.remote, &mut out, false)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Streams the whole file to `out`; returns its size.
+fn copy_out(client: &Client, remote: &str, out: &mut dyn Write, show_progress: bool) -> Result<u64> {
+    let file = client.open(remote)?;
+    let size = file.size()?;
+    let stripe = &file.layout().stripe;
+    let chunk = chunk_len(stripe.stripe_unit() * stripe.stripe_count() as u64);
+    let bar = if show_progress { progress(size, &format!("get {remote}")) } else { ProgressBar::hidden() };
+    let mut buf = vec![0u8; chunk.min(size.max(1)) as usize];
+    let mut offset = 0u64;
+    while offset < size {
+        let n = (size - offset).min(buf.len() as u64) as usize;
+        let got = file.pread(offset, &mut buf[..n])?;
+        if got != n {
+            bail!("{remote}: the file shrank while being read ({} of {size} bytes)", offset + got as u64);
+        }
+        out.write_all(&buf[..n])?;
+        offset += n as u64;
+        bar.set_position(offset);
+    }
+    bar.finish_and_clear();
+    Ok(size)
+}
+
+/// Most bytes `get --pieces` gathers in memory before writing them out.
+const PIECES_BYTES_MAX: u64 = 4 << 30;
+
+/// Reads the extents listed in `list` (one non-contiguous request per OSD, the descriptor
+/// chosen per OSD) and writes them out concatenated in list order; returns the byte count.
+fn read_pieces(client: &Client, remote: &str, list: &Path, out: &mut dyn Write) -> Result<u64> {
+    let text = std::fs::read_to_string(list).with_context(|| format!("reading the piece list {}", list.display()))?;
+    let extents = extent_list::parse(&text).with_context(|| format!("piece list {}", list.display()))?;
+    let total: u64 = extents.iter().map(|e| e.len).sum();
+    if total > PIECES_BYTES_MAX {
+        bail!("{}: the pieces add up to {total} bytes, more than the {PIECES_BYTES_MAX} `get --pieces` holds in memory; split the list", list.display());
+    }
+    let file = client.open(remote)?;
+    let mut buf = vec![0u8; total as usize];
+    file.read_extents(&extents, &mut buf, Mode::Auto)?;
+    out.write_all(&buf)?;
+    Ok(total)
+}

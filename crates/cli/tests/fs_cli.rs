@@ -1,0 +1,275 @@
+//! The file-system commands end to end: `tessera up` starts real `tessera mds` and `tessera osd`
+//! processes on loopback, and every client command runs as its own `tessera` process against
+//! them, exactly as a user types it. Contents are checked byte for byte against local copies.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::tessera_exe;
+
+/// A cluster started with `tessera up`; stopped with `tessera down` even when a test fails.
+struct UpCluster {
+    dir: tempfile::TempDir,
+}
+
+impl UpCluster {
+    fn start(osds: u32) -> UpCluster {
+        let dir = tempfile::Builder::new().prefix("tessera-fs-").tempdir().unwrap();
+        let cluster = UpCluster { dir };
+        cluster.up(osds);
+        cluster
+    }
+
+    fn up(&self, osds: u32) {
+        let out = run_ok(&["up", "--dir", self.path_str(), "--osds", &osds.to_string(), "--stripe-unit", "64K"], None);
+        assert!(stdout(&out).contains("export TESSERA_CLUSTER="), "{}", stdout(&out));
+    }
+
+    fn down(&self) -> Output {
+        run(&["down", "--dir", self.path_str()], None)
+    }
+
+    fn path_str(&self) -> &str {
+        self.dir.path().to_str().unwrap()
+    }
+
+    fn cluster_file(&self) -> PathBuf {
+        self.dir.path().join("cluster.toml")
+    }
+
+    /// Runs a client command against this cluster (via TESSERA_CLUSTER) and requires success.
+    fn ok(&self, args: &[&str]) -> Output {
+        run_ok(args, Some(&self.cluster_file()))
+    }
+
+    fn fails(&self, args: &[&str]) -> String {
+        let out = run(args, Some(&self.cluster_file()));
+        assert!(!out.status.success(), "`tessera {}` should fail; stdout: {}", args.join(" "), stdout(&out));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+}
+
+impl Drop for UpCluster {
+    fn drop(&mut self) {
+        self.down();
+    }
+}
+
+fn run(args: &[&str], cluster: Option<&Path>) -> Output {
+    let mut cmd = Command::new(tessera_exe());
+    cmd.args(args).env_remove("TESSERA_CLUSTER");
+    if let Some(c) = cluster {
+        cmd.env("TESSERA_CLUSTER", c);
+    }
+    cmd.output().expect("running tessera")
+}
+
+fn run_ok(args: &[&str], cluster: Option<&Path>) -> Output {
+    let out = run(args, cluster);
+    assert!(
+        out.status.success(),
+        "`tessera {}` failed: {}\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr),
+        stdout(&out)
+    );
+    out
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Bytes that differ at every offset, so a misplaced stripe unit never compares equal.
+fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+#[test]
+fn put_and_get_round_trip_files_of_every_awkward_size() {
+    let c = UpCluster::start(3);
+    let work = tempfile::tempdir().unwrap();
+    // 64 KiB units over 3 OSDs: a row is 192 KiB.
+    for (i, len) in [0usize, 1, 64 * 1024 - 1, 3 * 192 * 1024 + 12_345].into_iter().enumerate() {
+        let local = work.path().join(format!("in{i}"));
+        let back = work.path().join(format!("out{i}"));
+        let data = pattern(i as u64 + 1, len);
+        std::fs::write(&local, &data).unwrap();
+        let remote = format!("/f{i}");
+        c.ok(&["put", local.to_str().unwrap(), &remote]);
+        c.ok(&["get", &remote, back.to_str().unwrap()]);
+        assert_eq!(std::fs::read(&back).unwrap(), data, "round trip of {len} bytes");
+        let cat = c.ok(&["cat", &remote]);
+        assert_eq!(cat.stdout, data, "cat of {len} bytes");
+        let stat = stdout(&c.ok(&["stat", &remote]));
+        assert!(stat.contains(&format!("size: {len}")), "{stat}");
+    }
+    // Overwriting a file replaces its contents, including shrinking it.
+    let small = work.path().join("small");
+    std::fs::write(&small, b"short").unwrap();
+    c.ok(&["put", small.to_str().unwrap(), "/f3"]);
+    assert_eq!(c.ok(&["cat", "/f3"]).stdout, b"short");
+    let ls = stdout(&c.ok(&["ls", "-l", "/"]));
+    for name in ["f0", "f1", "f2", "f3"] {
+        assert!(ls.contains(name), "{ls}");
+    }
+}
+
+#[test]
+fn striping_is_set_per_directory_and_reported_per_file() {
+    let c = UpCluster::start(4);
+    c.ok(&["mkdir", "-p", "/wide/narrow"]);
+    c.ok(&["setstripe", "-c", "2", "-S", "128K", "/wide/narrow"]);
+    let work = tempfile::tempdir().unwrap();
+    let local = work.path().join("x");
+    std::fs::write(&local, pattern(9, 1 << 20)).unwrap();
+    c.ok(&["put", local.to_str().unwrap(), "/wide/narrow/x"]);
+    c.ok(&["put", local.to_str().unwrap(), "/wide/x"]);
+
+    let narrow = stdout(&c.ok(&["getstripe", "/wide/narrow/x"]));
+    assert!(narrow.contains("stripe_count: 2  stripe_size: 131072"), "{narrow}");
+    assert_eq!(narrow.lines().filter(|l| l.contains("0x")).count(), 2, "{narrow}");
+    let wide = stdout(&c.ok(&["getstripe", "/wide/x"]));
+    assert!(wide.contains("stripe_count: 4  stripe_size: 65536"), "{wide}");
+    let dir = stdout(&c.ok(&["getstripe", "/wide/narrow"]));
+    assert!(dir.contains("stripe_count: 2"), "{dir}");
+
+    // An explicit layout on put; an existing file's layout cannot change.
+    c.ok(&["put", "-c", "1", "-S", "4M", local.to_str().unwrap(), "/one"]);
+    assert!(stdout(&c.ok(&["getstripe", "/one"])).contains("stripe_count: 1  stripe_size: 4194304"));
+    let err = c.fails(&["put", "-c", "2", local.to_str().unwrap(), "/one"]);
+    assert!(err.contains("layout is fixed"), "{err}");
+    let err = c.fails(&["setstripe", "-c", "2", "/one"]);
+    assert!(err.to_lowercase().contains("exist"), "{err}");
+
+    // Attributes land on every data object of the file.
+    c.ok(&["attr", "set", "/wide/x", "0x10000:1", "tag-7"]);
+    let got = stdout(&c.ok(&["attr", "get", "/wide/x", "0x10000:1"]));
+    assert_eq!(got.matches("\"tag-7\"").count(), 4, "{got}");
+    let list = stdout(&c.ok(&["attr", "list", "/wide/x"]));
+    assert!(list.contains("0x1:0x82"), "logical length listed: {list}");
+}
+
+#[test]
+fn namespace_commands_and_their_errors() {
+    let c = UpCluster::start(2);
+    c.ok(&["mkdir", "/a"]);
+    let err = c.fails(&["mkdir", "/a"]);
+    assert!(err.contains("mkdir /a: file exists"), "EEXIST: {err}");
+    let err = c.fails(&["mkdir", "/missing/b"]);
+    assert!(err.contains("mkdir /missing: no such file or directory\n"), "ENOENT named once: {err}");
+    c.ok(&["mkdir", "-p", "/a/b/c"]);
+    let work = tempfile::tempdir().unwrap();
+    let local = work.path().join("f");
+    std::fs::write(&local, b"payload").unwrap();
+    c.ok(&["put", local.to_str().unwrap(), "/a/b/c/f"]);
+    let err = c.fails(&["mkdir", "/a/b/c/f/g"]);
+    assert!(err.contains("not a directory"), "ENOTDIR: {err}");
+    // A directory destination receives the file by name.
+    c.ok(&["put", local.to_str().unwrap(), "/a"]);
+    assert_eq!(c.ok(&["cat", "/a/f"]).stdout, b"payload");
+    c.ok(&["mv", "/a/f", "/a/g"]);
+    assert!(c.fails(&["cat", "/a/f"]).contains("/a/f"));
+    assert_eq!(c.ok(&["cat", "/a/g"]).stdout, b"payload");
+    c.ok(&["mv", "/a/g", "/a/b"]);
+    assert_eq!(c.ok(&["cat", "/a/b/g"]).stdout, b"payload");
+    let err = c.fails(&["rm", "/a"]);
+    assert!(err.contains("use -r"), "{err}");
+    c.ok(&["rm", "-r", "/a"]);
+    assert!(c.fails(&["ls", "/a"]).contains("/a"));
+    c.ok(&["rm", "-f", "/a"]);
+    // The OSDs hold no data objects once every file is removed.
+    let df = stdout(&c.ok(&["df"]));
+    assert!(df.contains("namespace: 0 files, 1 directories"), "{df}");
+}
+
+#[test]
+fn restart_of_every_daemon_keeps_flushed_files_and_status_tracks_them() {
+    let c = UpCluster::start(3);
+    let work = tempfile::tempdir().unwrap();
+    let local = work.path().join("keep");
+    let data = pattern(77, 700_001);
+    std::fs::write(&local, &data).unwrap();
+    c.ok(&["mkdir", "/d"]);
+    c.ok(&["put", local.to_str().unwrap(), "/d/keep"]);
+    let status = stdout(&c.ok(&["status", "--dir", c.path_str()]));
+    assert_eq!(status.lines().filter(|l| l.contains(" up ")).count(), 4, "{status}");
+
+    let err = c.fails(&["up", "--dir", c.path_str(), "--osds", "3"]);
+    assert!(err.contains("already running"), "{err}");
+    let down = c.down();
+    assert!(down.status.success());
+    assert_eq!(stdout(&down).lines().filter(|l| l.starts_with("stopped")).count(), 4);
+    let out = run(&["status", "--cluster", c.cluster_file().to_str().unwrap()], None);
+    assert!(!out.status.success(), "status must fail when daemons are down");
+    assert_eq!(stdout(&out).lines().filter(|l| l.contains(" down ")).count(), 4, "{}", stdout(&out));
+
+    // Restarting with fewer OSDs would strand stripes: refused.
+    let err = c.fails(&["up", "--dir", c.path_str(), "--osds", "2"]);
+    assert!(err.contains("strand"), "{err}");
+    c.up(3);
+    let back = work.path().join("back");
+    c.ok(&["get", "/d/keep", back.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&back).unwrap(), data);
+}
+
+#[test]
+fn client_commands_explain_a_missing_cluster() {
+    let out = run(&["ls", "/"], None);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("TESSERA_CLUSTER"), "{err}");
+    let out = run(&["ls", "/", "--cluster", "/nonexistent/cluster.toml"], None);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/cluster.toml"));
+}
+
+#[test]
+fn the_readme_demo_runs_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_ok(&["demo", "--dir", dir.path().join("c").to_str().unwrap()], None);
+    let text = stdout(&out);
+    for expected in ["byte for byte equal", "stripe_count: 4", "after restart", "read 1024 x 64 B", "demo finished"] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn get_pieces_reads_an_extent_list_in_list_order() {
+    let c = UpCluster::start(3);
+    let work = tempfile::tempdir().unwrap();
+    let local = work.path().join("src");
+    let data = pattern(5, 1 << 20);
+    std::fs::write(&local, &data).unwrap();
+    c.ok(&["put", "-c", "3", "-S", "4K", local.to_str().unwrap(), "/src"]);
+    // Across stripe units and OSDs, out of order, overlapping, one past the end of file.
+    let pieces = [(100u64, 10u64), (0, 5), (4090, 20), (200_000, 70_000), (104, 4), ((1 << 20) - 3, 8)];
+    let list = work.path().join("pieces.txt");
+    let mut text = String::from("# offset length\n");
+    for (o, l) in pieces {
+        text.push_str(&format!("{o:#x} {l}\n"));
+    }
+    std::fs::write(&list, text).unwrap();
+    let out = work.path().join("out");
+    c.ok(&["get", "--pieces", list.to_str().unwrap(), "/src", out.to_str().unwrap()]);
+    let mut expected = Vec::new();
+    for (o, l) in pieces {
+        for i in o..o + l {
+            expected.push(data.get(i as usize).copied().unwrap_or(0));
+        }
+    }
+    assert_eq!(std::fs::read(&out).unwrap(), expected);
+
+    std::fs::write(&list, "0 10\n5 zero\n").unwrap();
+    let err = c.fails(&["get", "--pieces", list.to_str().unwrap(), "/src", out.to_str().unwrap()]);
+    assert!(err.contains("line 2"), "the error names the line: {err}");
+}
