@@ -7,6 +7,7 @@ mod cpu;
 mod io;
 mod noncontig;
 pub mod report;
+mod security;
 mod target;
 
 use std::path::PathBuf;
@@ -27,6 +28,9 @@ pub enum BenchCommand {
     /// Native non-contiguous I/O (issue 4): seed 000 Figs. 8 and 10, 1024 x 64 B against one
     /// contiguous transfer, seed 003's pack vs gather, and the target's per-piece vs sieve rule.
     Noncontig(noncontig::NoncontigArgs),
+    /// Throughput and per-command cost of NOSEC, CAPKEY, CMDRSP and ALLDATA, contiguous and
+    /// strided, against a NOSEC target in the same run (issue 5).
+    Security(security::SecurityArgs),
 }
 
 #[derive(Args, Clone)]
@@ -53,6 +57,7 @@ pub fn run(which: BenchCommand, common: CommonArgs) -> Result<()> {
         BenchCommand::Attr(args) => attr::run(args, &common),
         BenchCommand::Io(args) => io::run(args, &common),
         BenchCommand::Noncontig(args) => noncontig::run(args, &common),
+        BenchCommand::Security(args) => security::run(args, &common),
     }
 }
 
