@@ -94,6 +94,8 @@ impl DaemonRecord {
 
 pub struct LocalCluster {
     dir: PathBuf,
+    exe: PathBuf,
+    spec: ClusterSpec,
     config: ClusterConfig,
     /// Metadata servers first: they are stopped before the OSDs they talk to.
     daemons: Vec<(DaemonRecord, Daemon)>,
@@ -144,30 +146,35 @@ impl LocalCluster {
         config.save(&cluster_file)?;
         let mut daemons = Vec::new();
         for (i, addr) in mds_addrs.iter().enumerate() {
-            let data = dir.join(format!("mds{i}"));
-            let log = logs.join(format!("mds{i}.log"));
-            let args = [
-                "mds",
-                "--data",
-                path_str(&data)?,
-                "--cluster",
-                path_str(&cluster_file)?,
-                "--index",
-                &i.to_string(),
-                "--stripe-unit",
-                &spec.stripe_unit.to_string(),
-                "--stripe-count",
-                &spec.stripe_count.to_string(),
-            ]
-            .map(String::from);
-            let (mut cmd, _) = spec.placement.command(exe, "mds", i as u32)?;
-            cmd.args(&args);
-            let daemon = Daemon::spawn_command(cmd, &args.join(" "), Some(&log))?;
-            let record = DaemonRecord { role: "mds".into(), index: i as u32, pid: daemon.pid(), addr: addr.clone(), data, log };
-            daemons.push((record, daemon));
+            daemons.push(spawn_mds(exe, dir, spec, i as u32, addr)?);
         }
         daemons.extend(osd_daemons);
-        Ok(LocalCluster { dir: dir.to_path_buf(), config, daemons })
+        Ok(LocalCluster { dir: dir.to_path_buf(), exe: exe.to_path_buf(), spec: spec.clone(), config, daemons })
+    }
+
+    /// Stops metadata server `index` gracefully, leaving the other daemons running.
+    pub fn stop_mds(&mut self, index: u32) -> Result<()> {
+        let at = self.mds_position(index)?;
+        self.daemons.remove(at).1.stop()
+    }
+
+    fn mds_position(&self, index: u32) -> Result<usize> {
+        self.daemons
+            .iter()
+            .position(|(r, _)| r.role == "mds" && r.index == index)
+            .with_context(|| format!("no metadata server {index} in this cluster"))
+    }
+
+    /// Kills metadata server `index` without letting it clean up (SIGKILL: a crash), then
+    /// starts it again on the same store and address; returns once it is ready. Clients with
+    /// requests in flight see those fail, and reconnect on their next request.
+    pub fn crash_and_restart_mds(&mut self, index: u32) -> Result<()> {
+        let at = self.mds_position(index)?;
+        let (record, daemon) = self.daemons.remove(at);
+        daemon.kill()?;
+        let restarted = spawn_mds(&self.exe, &self.dir, &self.spec, index, &record.addr)?;
+        self.daemons.insert(at, restarted);
+        Ok(())
     }
 
     pub fn config(&self) -> &ClusterConfig {
@@ -199,6 +206,32 @@ impl LocalCluster {
         }
         Ok(())
     }
+}
+
+/// Starts metadata server `index` of the cluster under `dir` at `addr` (cluster file written).
+fn spawn_mds(exe: &Path, dir: &Path, spec: &ClusterSpec, index: u32, addr: &str) -> Result<(DaemonRecord, Daemon)> {
+    let data = dir.join(format!("mds{index}"));
+    let log = dir.join("logs").join(format!("mds{index}.log"));
+    let cluster_file = dir.join(CLUSTER_FILE);
+    let args = [
+        "mds",
+        "--data",
+        path_str(&data)?,
+        "--cluster",
+        path_str(&cluster_file)?,
+        "--index",
+        &index.to_string(),
+        "--stripe-unit",
+        &spec.stripe_unit.to_string(),
+        "--stripe-count",
+        &spec.stripe_count.to_string(),
+    ]
+    .map(String::from);
+    let (mut cmd, _) = spec.placement.command(exe, "mds", index)?;
+    cmd.args(&args);
+    let daemon = Daemon::spawn_command(cmd, &args.join(" "), Some(&log))?;
+    let record = DaemonRecord { role: "mds".into(), index, pid: daemon.pid(), addr: addr.to_string(), data, log };
+    Ok((record, daemon))
 }
 
 fn path_str(path: &Path) -> Result<&str> {

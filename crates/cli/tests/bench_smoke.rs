@@ -82,3 +82,11 @@ fn bench_security_quick_writes_its_summary() {
         &["cmdrsp_write_throughput_cost_1MiB", "cmdrsp_read_throughput_cost_1MiB", "cmdrsp_write_extra_us_per_command_4KiB", "cmdrsp_read_extra_us_per_command_4KiB"],
     );
 }
+
+#[test]
+fn bench_meta_quick_writes_its_summary() {
+    run_bench(
+        &["meta", "--osds", "2"],
+        &["creates_per_sec_4_clients", "sqlite_durable_tx_per_sec", "round_trips_per_sec_4_clients", "stat_median_us_stripes_2"],
+    );
+}

@@ -35,7 +35,6 @@ use tessera_scsi::{ScsiRequest, ScsiStatus, ScsiTransport, Sense, SenseKey, Tran
 use thiserror::Error;
 
 pub use io::{gathers, ReadResult, GATHER_MIN_PIECE_BYTES};
-pub use io::ReadResult;
 pub use keys::fresh_seed;
 pub use objects::ListParams;
 

@@ -6,6 +6,7 @@ mod baseline;
 mod cpu;
 mod io;
 mod noncontig;
+mod meta;
 pub mod report;
 mod security;
 mod target;
@@ -31,6 +32,10 @@ pub enum BenchCommand {
     /// Throughput and per-command cost of NOSEC, CAPKEY, CMDRSP and ALLDATA, contiguous and
     /// strided, against a NOSEC target in the same run (issue 5).
     Security(security::SecurityArgs),
+    /// Create, stat and remove latency and throughput against clients and stripe count on a
+    /// local cluster (seed 002 slides), beside a raw durable SQLite insert and an empty
+    /// metadata-server round trip.
+    Meta(meta::MetaArgs),
 }
 
 #[derive(Args, Clone)]
@@ -58,6 +63,7 @@ pub fn run(which: BenchCommand, common: CommonArgs) -> Result<()> {
         BenchCommand::Io(args) => io::run(args, &common),
         BenchCommand::Noncontig(args) => noncontig::run(args, &common),
         BenchCommand::Security(args) => security::run(args, &common),
+        BenchCommand::Meta(args) => meta::run(args, &common),
     }
 }
 
