@@ -113,9 +113,10 @@ pub fn merge_adjacent(pieces: &[Piece]) -> Vec<Piece> {
     out
 }
 
-/// A window: indices into the merged list, sorted by object offset, and facts about it.
+/// A window: a range of `order` (indices into the merged list, sorted by object offset), and
+/// facts about it.
 struct Window {
-    sorted: Vec<usize>,
+    range: Range<usize>,
     start: u64,
     end: u64,
     overlaps: bool,
@@ -129,21 +130,33 @@ impl Window {
     }
 
     fn mean_piece(&self) -> u64 {
-        self.bytes / self.sorted.len() as u64
+        self.bytes / self.range.len() as u64
     }
 
     /// Its pieces in list order, for a sieve.
-    fn sieve(&self, merged: &[Piece]) -> Step {
-        let mut order = self.sorted.clone();
-        order.sort_unstable();
-        Step::Sieve { object_offset: self.start, len: self.span(), pieces: order.iter().map(|&i| merged[i]).collect() }
+    fn sieve(&self, merged: &[Piece], order: &[usize]) -> Step {
+        let mut list = order[self.range.clone()].to_vec();
+        if !is_sorted(&list) {
+            list.sort_unstable();
+        }
+        Step::Sieve { object_offset: self.start, len: self.span(), pieces: list.iter().map(|&i| merged[i]).collect() }
+    }
+
+    /// Its pieces one at a time, in list order.
+    fn one_by_one(&self, merged: &[Piece], order: &[usize]) -> Vec<Step> {
+        let mut list = order[self.range.clone()].to_vec();
+        list.sort_unstable();
+        list.iter()
+            .map(|&i| merged[i])
+            .map(|p| Step::Vectored(Run { object_offset: p.object_offset, segments: vec![Segment::Buf(p.buf_offset..p.buf_offset + p.len)] }))
+            .collect()
     }
 
     /// Vectored runs in object order (no overlaps), gaps up to `gap_max` read through.
-    fn runs(&self, merged: &[Piece], gap_max: u64) -> Vec<Step> {
+    fn runs(&self, merged: &[Piece], order: &[usize], gap_max: u64) -> Vec<Step> {
         let mut out: Vec<Run> = Vec::new();
         let mut end = 0;
-        for p in self.sorted.iter().map(|&i| merged[i]) {
+        for p in order[self.range.clone()].iter().map(|&i| merged[i]) {
             let range = p.buf_offset..p.buf_offset + p.len;
             match out.last_mut() {
                 Some(run) if p.object_offset >= end && p.object_offset - end <= gap_max => {
@@ -164,47 +177,52 @@ impl Window {
     }
 }
 
-/// Groups the merged pieces into windows (see the module doc).
-fn windows(merged: &[Piece], gap_max: u64) -> Vec<Window> {
-    let mut sorted: Vec<usize> = (0..merged.len()).collect();
-    sorted.sort_by_key(|&i| merged[i].object_offset);
+fn is_sorted(v: &[usize]) -> bool {
+    v.windows(2).all(|w| w[0] <= w[1])
+}
+
+/// The merged pieces' indices by object offset, and the windows over them (see the module doc).
+/// Lists usually arrive sorted (every strided or nested pattern does), so sorting is skipped
+/// then.
+fn windows(merged: &[Piece], gap_max: u64) -> (Vec<usize>, Vec<Window>) {
+    let mut order: Vec<usize> = (0..merged.len()).collect();
+    if !merged.windows(2).all(|w| w[0].object_offset <= w[1].object_offset) {
+        order.sort_by_key(|&i| merged[i].object_offset);
+    }
     let mut out: Vec<Window> = Vec::new();
-    for i in sorted {
+    for (at, &i) in order.iter().enumerate() {
         let p = merged[i];
         if let Some(w) = out.last_mut() {
             let overlap = p.object_offset < w.end;
             let near = p.object_offset <= w.end.saturating_add(gap_max);
-            let full = w.sorted.len() >= WINDOW_PIECES_MAX || p.end() - w.start > SIEVE_SPAN_MAX;
+            let full = w.range.len() >= WINDOW_PIECES_MAX || p.end() - w.start > SIEVE_SPAN_MAX;
             if overlap || (near && !full) {
                 w.overlaps |= overlap;
                 w.gaps |= p.object_offset > w.end;
                 w.end = w.end.max(p.end());
                 w.bytes += p.len as u64;
-                w.sorted.push(i);
+                w.range.end = at + 1;
                 continue;
             }
         }
-        out.push(Window { sorted: vec![i], start: p.object_offset, end: p.end(), overlaps: false, gaps: false, bytes: p.len as u64 });
+        out.push(Window { range: at..at + 1, start: p.object_offset, end: p.end(), overlaps: false, gaps: false, bytes: p.len as u64 });
     }
-    out
+    (order, out)
 }
 
 /// Plans a list write; `gap_max` is at most [`WRITE_GAP_MAX`] and below the file system block.
 pub fn plan_write(pieces: &[Piece], gap_max: u64) -> Vec<Step> {
     let merged = merge_adjacent(pieces);
-    let mut out = Vec::new();
-    for w in windows(&merged, gap_max) {
+    let (order, windows) = windows(&merged, gap_max);
+    let mut out = Vec::with_capacity(windows.len());
+    for w in windows {
         if w.overlaps && w.span() > SIEVE_SPAN_MAX {
             // Too large to sieve: each piece on its own, in list order.
-            let mut order = w.sorted.clone();
-            order.sort_unstable();
-            out.extend(order.iter().map(|&i| merged[i]).map(|p| {
-                Step::Vectored(Run { object_offset: p.object_offset, segments: vec![Segment::Buf(p.buf_offset..p.buf_offset + p.len)] })
-            }));
+            out.extend(w.one_by_one(&merged, &order));
         } else if w.overlaps || (w.gaps && w.mean_piece() <= WRITE_SIEVE_PIECE_MAX) {
-            out.push(w.sieve(&merged));
+            out.push(w.sieve(&merged, &order));
         } else {
-            out.extend(w.runs(&merged, 0));
+            out.extend(w.runs(&merged, &order, 0));
         }
     }
     out
@@ -213,12 +231,13 @@ pub fn plan_write(pieces: &[Piece], gap_max: u64) -> Vec<Step> {
 /// Plans a list read; gaps up to `gap_max` bytes are read through.
 pub fn plan_read(pieces: &[Piece], gap_max: u64) -> Vec<Step> {
     let merged = merge_adjacent(pieces);
-    let mut out = Vec::new();
-    for w in windows(&merged, gap_max) {
+    let (order, windows) = windows(&merged, gap_max);
+    let mut out = Vec::with_capacity(windows.len());
+    for w in windows {
         if w.span() <= SIEVE_SPAN_MAX && (w.overlaps || (w.gaps && w.mean_piece() < READ_SIEVE_PIECE_MAX)) {
-            out.push(w.sieve(&merged));
+            out.push(w.sieve(&merged, &order));
         } else {
-            out.extend(w.runs(&merged, gap_max));
+            out.extend(w.runs(&merged, &order, gap_max));
         }
     }
     out
