@@ -11,7 +11,7 @@
 //! | `dir_stripe` | dir -> default stripe unit / count / start OSD | inherited by new files |
 //! | `osd_alloc` | osd -> next object sequence | per-OSD object id allocation |
 //! | `pending_removal` | (osd, object id) | objects that must be removed from the OSDs |
-//! | `precreated` | (osd, first seq, last seq, ready) | object ranges made ahead of need; `ready` once they exist |
+//! | `precreated` | (osd, first seq) -> next seq, last seq, ready | object ranges made ahead of need; `ready` once they exist; `next..=last` not handed out yet |
 
 use std::path::Path;
 
@@ -68,11 +68,28 @@ CREATE TABLE IF NOT EXISTS pending_removal (
 CREATE TABLE IF NOT EXISTS precreated (
     osd INTEGER NOT NULL,
     first_seq INTEGER NOT NULL,
+    next_seq INTEGER NOT NULL,
     last_seq INTEGER NOT NULL,
     ready INTEGER NOT NULL,
     PRIMARY KEY (osd, first_seq)
 ) WITHOUT ROWID;
 ";
+
+/// Page size of new stores. Rows here are tens of bytes and a create touches about six
+/// b-tree pages (entry, inode, parent, object list, allocators), each written whole to the WAL
+/// at commit: with 1 KiB pages a create writes 3.5x fewer bytes than with SQLite's 4 KiB, and
+/// the flush that makes it durable moves that much less.
+pub const PAGE_SIZE: i64 = 1024;
+/// Pages each connection caches (16 MiB), and statements each keeps prepared: the create and
+/// lookup paths use about twenty, more than rusqlite's default of sixteen.
+const CACHE_KIB: i64 = 16 * 1024;
+const STATEMENTS_CACHED: usize = 64;
+
+fn tune(conn: &Connection) -> Result<(), DbError> {
+    conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENTS_CACHED);
+    Ok(())
+}
 
 /// Why a store could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +102,8 @@ pub enum DbError {
     WrongServer { found: i64, expected: u32 },
     #[error("metadata store: cannot open its WAL {}: {source}", path.display())]
     Wal { path: std::path::PathBuf, source: std::io::Error },
+    #[error("metadata store: cannot start a thread: {source}")]
+    Thread { source: std::io::Error },
 }
 
 /// Opens (creating if needed) the store at `path` for server `server_index`: the writer
@@ -93,8 +112,13 @@ pub enum DbError {
 /// to a client survives power loss.
 pub fn open(path: &Path, server_index: u32) -> Result<Connection, DbError> {
     let conn = Connection::open(path)?;
+    // Only takes effect while the file is new (before WAL mode): see PAGE_SIZE.
+    conn.pragma_update(None, "page_size", PAGE_SIZE)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // Checkpoints run on their own connection (crate::checkpoint), never inside a COMMIT.
+    conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+    tune(&conn)?;
     conn.pragma_update(None, "foreign_keys", "OFF")?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
@@ -113,6 +137,14 @@ pub fn open(path: &Path, server_index: u32) -> Result<Connection, DbError> {
     Ok(conn)
 }
 
+/// A connection for checkpoints only ([`crate::checkpoint`]).
+pub fn open_checkpointer(path: &Path) -> Result<Connection, DbError> {
+    let conn = Connection::open(path)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    Ok(conn)
+}
+
 /// The WAL file of the store at `path` (it exists once a connection has read the store), for
 /// flushing it.
 pub fn open_wal(path: &Path) -> Result<std::fs::File, DbError> {
@@ -126,6 +158,7 @@ pub fn open_wal(path: &Path) -> Result<std::fs::File, DbError> {
 pub fn open_reader(path: &Path) -> Result<Connection, DbError> {
     let conn = Connection::open(path)?;
     conn.pragma_update(None, "query_only", true)?;
+    tune(&conn)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     Ok(conn)
 }

@@ -4,7 +4,8 @@
 //! - [`store`]: namespace operations as atomic SQLite steps on one server's share of the
 //!   namespace; no OSD and no network calls.
 //! - [`namespace`]: reads on pooled reader connections, writes through [`commit`], the group
-//!   commit that lets concurrent requests share one durable flush.
+//!   commit that lets concurrent requests share one durable flush, and [`checkpoint`], which
+//!   keeps checkpoints off the request path.
 //! - [`pools`]: per-OSD pools of objects precreated in batches, so a create calls no OSD.
 //! - [`objects`]: the [`DataObjects`] seam to the storage nodes (create, remove, length,
 //!   truncate, list), implemented over the typed OSD client by [`OsdObjects`].
@@ -15,6 +16,7 @@
 //!
 //! `docs/metadata.md` gives the schema, the split across servers and every decision.
 
+pub mod checkpoint;
 pub mod commit;
 pub mod db;
 pub mod journal;

@@ -4,10 +4,11 @@
 //! readers never wait for the writer; a read answers once what it saw is durable.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tessera_mds_proto::{FsError, Timespec};
 
+use crate::checkpoint::Checkpointer;
 use crate::commit::GroupCommit;
 use crate::db::{self, DbError};
 use crate::store::{exec, Store};
@@ -16,7 +17,8 @@ use crate::store::{exec, Store};
 const READERS_IDLE_MAX: usize = 16;
 
 pub struct Namespace {
-    writer: GroupCommit,
+    writer: Arc<GroupCommit>,
+    _checkpointer: Checkpointer,
     path: PathBuf,
     server: u32,
     readers: Mutex<Vec<Store>>,
@@ -30,7 +32,9 @@ impl Namespace {
         let wal = db::open_wal(path)?;
         // What opening wrote (schema, root) is durable before anything is answered.
         wal.sync_data().map_err(|source| DbError::Wal { path: path.to_path_buf(), source })?;
-        Ok(Namespace { writer: GroupCommit::new(store, wal), path: path.to_path_buf(), server, readers: Mutex::new(Vec::new()) })
+        let writer = Arc::new(GroupCommit::new(store, wal));
+        let checkpointer = Checkpointer::start(path, writer.clone())?;
+        Ok(Namespace { writer, _checkpointer: checkpointer, path: path.to_path_buf(), server, readers: Mutex::new(Vec::new()) })
     }
 
     pub fn server(&self) -> u32 {
@@ -48,8 +52,8 @@ impl Namespace {
         self.writer.write_relaxed(step)
     }
 
-    /// (steps written, WAL flushes) since open.
-    pub fn commit_counters(&self) -> (u64, u64) {
+    /// (steps written, groups committed, WAL flushes) since open.
+    pub fn commit_counters(&self) -> (u64, u64, u64) {
         self.writer.counters()
     }
 

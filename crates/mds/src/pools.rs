@@ -205,7 +205,9 @@ impl Shared {
             None => self.ns.write(|s| s.reserve_precreate(osd, self.config.batch.max(1) as u64))?,
         };
         let first = object_id(self.ns.server(), range.first);
-        match self.objects.create_range(osd, first, range.count() as u16) {
+        // A range is made whole: only ready ranges are ever taken from.
+        let count = (range.last - range.first + 1) as u16;
+        match self.objects.create_range(osd, first, count) {
             // Relaxed: a create that takes from the range commits later, so its durability
             // implies this step's; lost alone, the range is retried and found to exist.
             Ok(()) => self.ns.write_relaxed(|s| s.precreate_ready(&range)).map(|()| Batch::Ready),

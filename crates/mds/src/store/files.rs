@@ -134,11 +134,29 @@ impl Store {
     ) -> Result<Create, FsError> {
         let tx = &self.conn;
         let osd_count = policy.osd_count;
-        self.check_free(tx, parent, name)?;
-        let hint = match hint {
-            Some(h) => h,
-            None => dir_stripe(tx, parent)?.unwrap_or(policy.default),
-        };
+        super::check_name(name)?;
+        self.check_local(parent)?;
+        // The parent's type and default striping in one lookup.
+        let (kind, dir_hint) = query_opt(
+            tx,
+            "SELECT i.kind, d.stripe_unit, d.stripe_count, d.start_osd FROM inodes i LEFT JOIN dir_stripe d ON d.dir = i.ino WHERE i.ino = ?1",
+            [parent.0 as i64],
+            |r| {
+                let hint = match r.get::<_, Option<i64>>(1)? {
+                    Some(unit) => Some(StripeHint { stripe_unit: unit as u64, stripe_count: r.get(2)?, start_osd: r.get(3)? }),
+                    None => None,
+                };
+                Ok((r.get::<_, i64>(0)?, hint))
+            },
+        )?
+        .ok_or(FsError::Stale)?;
+        if super::kind_of(kind) != FileType::Directory {
+            return Err(FsError::NotDir);
+        }
+        if Self::entry(tx, parent, name)?.is_some() {
+            return Err(FsError::Exists);
+        }
+        let hint = hint.or(dir_hint).unwrap_or(policy.default);
         let next = self.next_inode(tx)?;
         let (stripe, start) = resolve(&hint, osd_count, next)?;
         let osds: Vec<u32> = (0..stripe.stripe_count()).map(|slot| (start + slot) % osd_count).collect();
@@ -267,6 +285,6 @@ impl Accounting {
     /// Whether `o` is a file's object, journaled, or in a precreated range.
     pub fn knows(&self, o: ObjectRef) -> bool {
         let seq = object_seq(o.object_id);
-        self.files.contains(&o) || self.journal.contains(&o) || self.ranges.iter().any(|r| r.osd == o.osd && (r.first..=r.last).contains(&seq))
+        self.files.contains(&o) || self.journal.contains(&o) || self.ranges.iter().any(|r| r.osd == o.osd && r.holds(seq))
     }
 }

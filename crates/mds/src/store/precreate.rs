@@ -19,17 +19,25 @@ use tessera_mds_proto::{FsError, ObjectRef};
 use super::files::{object_id, OBJECT_SEQ_BITS};
 use super::{exec, query_opt, Store};
 
-/// A range of object sequences on one OSD (inclusive).
+/// A range of object sequences on one OSD: reserved as `first..=last` (its identity), of
+/// which `next..=last` are not handed out yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Range {
     pub osd: u32,
     pub first: u64,
+    pub next: u64,
     pub last: u64,
 }
 
 impl Range {
+    /// Objects not handed out yet.
     pub fn count(&self) -> u64 {
-        self.last - self.first + 1
+        self.last - self.next + 1
+    }
+
+    /// Whether `seq` is one not handed out yet.
+    pub fn holds(&self, seq: u64) -> bool {
+        (self.next..=self.last).contains(&seq)
     }
 }
 
@@ -37,13 +45,13 @@ impl Range {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ObjectSeq(pub u64);
 
-/// The lowest ready range of `osd`, if any.
-fn lowest_ready(conn: &Connection, osd: u32) -> Result<Option<(u64, u64)>, FsError> {
+/// The lowest ready range of `osd`, if any: (first, next, last).
+fn lowest_ready(conn: &Connection, osd: u32) -> Result<Option<(u64, u64, u64)>, FsError> {
     query_opt(
         conn,
-        "SELECT first_seq, last_seq FROM precreated WHERE osd = ?1 AND ready = 1 ORDER BY first_seq LIMIT 1",
+        "SELECT first_seq, next_seq, last_seq FROM precreated WHERE osd = ?1 AND ready = 1 ORDER BY first_seq LIMIT 1",
         [osd],
-        |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
+        |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64)),
     )
 }
 
@@ -52,15 +60,16 @@ pub(crate) fn has_precreated(conn: &Connection, osd: u32) -> Result<bool, FsErro
     Ok(lowest_ready(conn, osd)?.is_some())
 }
 
-/// Takes the lowest ready object sequence of `osd` out of its range.
+/// Takes the lowest ready object sequence of `osd` out of its range. The range's key never
+/// changes (an update of `next_seq` in place); a range is deleted when its last object goes.
 pub(crate) fn take_precreated(conn: &Connection, osd: u32) -> Result<Option<ObjectSeq>, FsError> {
-    let Some((first, last)) = lowest_ready(conn, osd)? else { return Ok(None) };
-    if first == last {
+    let Some((first, next, last)) = lowest_ready(conn, osd)? else { return Ok(None) };
+    if next >= last {
         exec(conn, "DELETE FROM precreated WHERE osd = ?1 AND first_seq = ?2", params![osd, first as i64])?;
     } else {
-        exec(conn, "UPDATE precreated SET first_seq = ?3 WHERE osd = ?1 AND first_seq = ?2", params![osd, first as i64, first as i64 + 1])?;
+        exec(conn, "UPDATE precreated SET next_seq = ?3 WHERE osd = ?1 AND first_seq = ?2", params![osd, first as i64, next as i64 + 1])?;
     }
-    Ok(Some(ObjectSeq(first)))
+    Ok(Some(ObjectSeq(next)))
 }
 
 impl Store {
@@ -75,13 +84,13 @@ impl Store {
             |r| r.get(0),
         )?
         .ok_or(FsError::Io)?;
-        let range = Range { osd, first: first as u64, last: first as u64 + count - 1 };
+        let range = Range { osd, first: first as u64, next: first as u64, last: first as u64 + count - 1 };
         if range.last >= 1 << OBJECT_SEQ_BITS {
             return Err(FsError::NoSpace);
         }
         exec(
             &self.conn,
-            "INSERT INTO precreated (osd, first_seq, last_seq, ready) VALUES (?1, ?2, ?3, 0)",
+            "INSERT INTO precreated (osd, first_seq, next_seq, last_seq, ready) VALUES (?1, ?2, ?2, ?3, 0)",
             params![osd, range.first as i64, range.last as i64],
         )?;
         Ok(range)
@@ -106,25 +115,25 @@ impl Store {
     pub fn abandon_precreate(&mut self, range: &Range) -> Result<Vec<ObjectRef>, FsError> {
         exec(&self.conn, "DELETE FROM precreated WHERE osd = ?1 AND first_seq = ?2", params![range.osd, range.first as i64])?;
         let objects: Vec<ObjectRef> =
-            (range.first..=range.last).map(|seq| ObjectRef { osd: range.osd, object_id: object_id(self.server, seq) }).collect();
+            (range.next..=range.last).map(|seq| ObjectRef { osd: range.osd, object_id: object_id(self.server, seq) }).collect();
         super::files::journal_add(&self.conn, &objects)?;
         Ok(objects)
     }
 
     /// Ranges reserved but never marked ready (a crash or failure between the steps).
     pub fn unready_precreates(&self) -> Result<Vec<Range>, FsError> {
-        self.ranges("SELECT osd, first_seq, last_seq FROM precreated WHERE ready = 0 ORDER BY osd, first_seq")
+        self.ranges("SELECT osd, first_seq, next_seq, last_seq FROM precreated WHERE ready = 0 ORDER BY osd, first_seq")
     }
 
     /// Every precreated range, ready or not.
     pub fn precreated_ranges(&self) -> Result<Vec<Range>, FsError> {
-        self.ranges("SELECT osd, first_seq, last_seq FROM precreated ORDER BY osd, first_seq")
+        self.ranges("SELECT osd, first_seq, next_seq, last_seq FROM precreated ORDER BY osd, first_seq")
     }
 
     /// Ready objects per OSD, for OSDs that have any.
     pub fn precreated_counts(&self) -> Result<Vec<(u32, u64)>, FsError> {
         let mut counts: Vec<(u32, u64)> = Vec::new();
-        for r in self.ranges("SELECT osd, first_seq, last_seq FROM precreated WHERE ready = 1 ORDER BY osd, first_seq")? {
+        for r in self.ranges("SELECT osd, first_seq, next_seq, last_seq FROM precreated WHERE ready = 1 ORDER BY osd, first_seq")? {
             match counts.last_mut() {
                 Some((osd, n)) if *osd == r.osd => *n += r.count(),
                 _ => counts.push((r.osd, r.count())),
@@ -137,7 +146,7 @@ impl Store {
         let mut stmt = self.conn.prepare_cached(sql).map_err(super::io)?;
         let rows = stmt
             .query_map([], |r| {
-                Ok(Range { osd: r.get(0)?, first: r.get::<_, i64>(1)? as u64, last: r.get::<_, i64>(2)? as u64 })
+                Ok(Range { osd: r.get(0)?, first: r.get::<_, i64>(1)? as u64, next: r.get::<_, i64>(2)? as u64, last: r.get::<_, i64>(3)? as u64 })
             })
             .map_err(super::io)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(super::io)
