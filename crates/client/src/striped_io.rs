@@ -3,17 +3,13 @@
 //! at once, and within a slot up to [`PIPELINE_DEPTH`] commands are in flight over the OSD's
 //! sessions. Reads scatter each reply into the caller's buffer; writes send the caller's bytes.
 //!
-//! Write gather: `OsdClient::write_layout` takes one contiguous `&[u8]` per command. When a
-//! command's bytes are one run of the caller's buffer (a file on one object, or a range within
-//! one stripe row) that slice goes out as is; when they are several non-adjacent runs (a range
-//! spanning stripe rows, a strided or list request) they are copied into one buffer first, on
-//! the slot's own thread. A gather list per command in the OSD client would remove that copy
-//! (the session below already sends gather lists).
+//! Write gather: a command's bytes are one or several runs of the caller's buffer (several when
+//! a range spans stripe rows, or for a strided or list request); `OsdClient::write_layout_gather`
+//! sends them as the session's gather list, in place, never copied into one buffer.
 //!
 //! Read scatter: the OSD client returns each reply in its own `Vec`, which is copied into the
 //! caller's runs; a scatter list in the client would let the session write Data-In in place.
 
-use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -87,21 +83,10 @@ impl StripedFile<'_> {
             let runs = buffer_runs(&p.pieces, starts, cmd.stream_start, cmd.len);
             (cmd, runs)
         })?;
-        // Gathering happens on each slot's own thread, so the copies of different OSDs'
-        // commands run in parallel and overlap the transfers already under way.
         self.run(work, |lease, addr, (cmd, runs)| {
-            let data: Cow<'_, [u8]> = match runs.as_slice() {
-                [(at, len)] => Cow::Borrowed(&buf[*at as usize..(*at + *len) as usize]),
-                _ => {
-                    let mut gathered = Vec::with_capacity(cmd.len as usize);
-                    for &(at, len) in &runs {
-                        gathered.extend_from_slice(&buf[at as usize..(at + len) as usize]);
-                    }
-                    Cow::Owned(gathered)
-                }
-            };
-            debug_assert_eq!(data.len() as u64, cmd.len);
-            lease.conn.write_layout(addr, cmd.offset, &data, cmd.layout, fua)
+            let slices: Vec<&[u8]> = runs.iter().map(|&(at, len)| &buf[at as usize..(at + len) as usize]).collect();
+            debug_assert_eq!(slices.iter().map(|s| s.len() as u64).sum::<u64>(), cmd.len);
+            lease.conn.write_layout_gather(addr, cmd.offset, slices, cmd.layout, fua)
         })
     }
 

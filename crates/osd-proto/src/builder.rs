@@ -57,6 +57,9 @@ pub struct OsdRequestBuilder<'a> {
     pub get_attrs: GetAttrs,
     /// Write data (WRITE, APPEND, CREATE AND WRITE), exactly the command's length.
     pub data: &'a [u8],
+    /// The same as a gather list, used instead of `data` when not empty: the runs go out in
+    /// order, in place (a striped write's runs are not adjacent in the caller's buffer).
+    pub data_runs: Vec<&'a [u8]>,
     pub security: SecurityFields,
     /// Continuation integrity check value (CAPKEY and above).
     pub continuation_icv: [u8; ICV_LEN],
@@ -108,6 +111,7 @@ impl<'a> OsdRequestBuilder<'a> {
             set_attrs: Vec::new(),
             get_attrs: GetAttrs::None,
             data: &[],
+            data_runs: Vec::new(),
             security: SecurityFields::default(),
             continuation_icv: [0; ICV_LEN],
         }
@@ -128,6 +132,12 @@ impl<'a> OsdRequestBuilder<'a> {
 
     pub fn data(mut self, data: &'a [u8]) -> Self {
         self.data = data;
+        self
+    }
+
+    /// Write data as runs sent back to back (see [`OsdRequestBuilder::data_runs`]).
+    pub fn data_gather(mut self, runs: Vec<&'a [u8]>) -> Self {
+        self.data_runs = runs;
         self
     }
 
@@ -202,11 +212,13 @@ impl<'a> OsdRequestBuilder<'a> {
         match fields.data {
             DataSource::None => {}
             DataSource::Caller(len) => {
-                if self.data.len() as u64 != len {
-                    return Err(BuildError::DataLength { expected: len, got: self.data.len() as u64 });
+                let runs = if self.data_runs.is_empty() { std::slice::from_ref(&self.data) } else { self.data_runs.as_slice() };
+                let got: u64 = runs.iter().map(|r| r.len() as u64).sum();
+                if got != len {
+                    return Err(BuildError::DataLength { expected: len, got });
                 }
                 at += len;
-                pieces.push(Piece::Borrowed(self.data));
+                pieces.extend(runs.iter().map(|r| Piece::Borrowed(r)));
             }
             DataSource::Params(block) => {
                 at += block.len() as u64;

@@ -96,6 +96,14 @@ impl<T: ScsiTransport> OsdClient<T> {
         self.execute(&OsdRequestBuilder::new(command).data(data).fua(fua)).map(drop)
     }
 
+    /// WRITE with a layout whose data is the runs of `runs` back to back, sent in place (no
+    /// copy into one buffer).
+    pub fn write_layout_gather(&self, addr: ObjectAddr, offset: u64, runs: Vec<&[u8]>, layout: DataLayout, fua: bool) -> Result<(), OsdError> {
+        let len = runs.iter().map(|r| r.len() as u64).sum();
+        let command = Command::Write { addr, offset, len, layout };
+        self.execute(&OsdRequestBuilder::new(command).data_gather(runs).fua(fua)).map(drop)
+    }
+
     /// APPEND `data`; returns the byte address it landed at (Current Command attribute 5).
     pub fn append(&self, addr: ObjectAddr, data: &[u8]) -> Result<u64, OsdError> {
         let b = OsdRequestBuilder::new(Command::Append { addr, len: data.len() as u64 })
