@@ -323,6 +323,51 @@ mod tests {
     }
 
     #[test]
+    fn a_panic_still_kills_what_runs_inside_and_removes_the_namespaces() {
+        if !available_or_skip("a_panic_still_kills_what_runs_inside_and_removes_the_namespaces") {
+            return;
+        }
+        let seen = std::sync::Mutex::new((String::new(), 0u32));
+        let outcome = std::panic::catch_unwind(|| {
+            let topo = Topology::build(&[HostSpec::new("p")]).unwrap();
+            let host = topo.host("p");
+            let child = host.command("sleep").arg("60").spawn().unwrap();
+            *seen.lock().unwrap() = (host.netns.clone(), child.id());
+            std::mem::forget(child); // the topology, not this handle, must end it
+            panic!("a test failing half way");
+        });
+        assert!(outcome.is_err());
+        let (netns, pid) = seen.into_inner().unwrap();
+        assert!(!namespaces_of_this_process().iter().any(|n| n.starts_with(&netns)), "{netns} left behind");
+        // SIGKILL was sent during the unwind; reap the child and check it is gone.
+        let mut status = 0;
+        // SAFETY: waitpid on our own child.
+        let reaped = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
+        assert_eq!(reaped, pid as libc::pid_t);
+        assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL, "status {status:#x}");
+    }
+
+    #[test]
+    fn namespaces_of_a_process_killed_outright_are_removed_by_the_next_build() {
+        if !available_or_skip("namespaces_of_a_process_killed_outright_are_removed_by_the_next_build") {
+            return;
+        }
+        let mut gone = Command::new("true").spawn().unwrap();
+        let dead_pid = gone.id();
+        gone.wait().unwrap();
+        let stale = format!("{NAME_PREFIX}{dead_pid}-0-br");
+        ip(&["netns", "add", &stale]).unwrap();
+        let topo = Topology::build(&[HostSpec::new("fresh")]).unwrap();
+        let listed = String::from_utf8_lossy(&Command::new("ip").args(["netns", "list"]).output().unwrap().stdout).into_owned();
+        drop(topo);
+        let leftover = listed.lines().any(|l| l.split_whitespace().next() == Some(stale.as_str()));
+        if leftover {
+            remove_namespace(&stale);
+        }
+        assert!(!leftover, "{stale} survived a build:\n{listed}");
+    }
+
+    #[test]
     fn host_names_must_fit_an_interface_name() {
         if !available_or_skip("host_names_must_fit_an_interface_name") {
             return;
