@@ -14,7 +14,7 @@ use signal_hook::iterator::Signals;
 use tessera_client::{ClusterConfig, OsdEntry, StripeHint};
 use tessera_initiator::iscsi::{ReconnectingSession, SessionConfig};
 use tessera_initiator::osd_client::{OsdClient, OsdError};
-use tessera_mds::{Mds, MdsConfig, OsdObjects};
+use tessera_mds::{Mds, MdsConfig, OsdObjects, PrecreateConfig};
 use tessera_mds_proto::{ClusterMap, OsdInfo};
 
 use crate::daemon::ready_line;
@@ -43,6 +43,12 @@ pub struct MdsArgs {
     /// OSDs a new file stripes over by default; 0 means every OSD.
     #[arg(long, default_value_t = 0)]
     stripe_count: u32,
+    /// Objects precreated on an OSD by one CREATE (files take their objects from these pools).
+    #[arg(long, default_value_t = PrecreateConfig::default().batch, value_parser = clap::value_parser!(u16).range(1..))]
+    precreate_batch: u16,
+    /// A pool below this many ready objects is topped up in the background.
+    #[arg(long, default_value_t = PrecreateConfig::default().low_water)]
+    precreate_low_water: u32,
 }
 
 pub fn run(args: MdsArgs) -> Result<()> {
@@ -64,6 +70,7 @@ pub fn run(args: MdsArgs) -> Result<()> {
             osds: cluster.osds.iter().map(|o| OsdInfo { addr: o.addr.clone(), partition_id: o.partition_id }).collect(),
         },
         default_stripe: StripeHint { stripe_unit: args.stripe_unit, stripe_count: args.stripe_count, start_osd: None },
+        precreate: PrecreateConfig { batch: args.precreate_batch, low_water: args.precreate_low_water, ..PrecreateConfig::default() },
     };
     let db = db_path(&args.data, args.index);
     let mds = Arc::new(Mds::open(&db, config, Arc::new(OsdObjects::new(nodes))).with_context(|| format!("opening {}", db.display()))?);
@@ -81,7 +88,7 @@ pub fn run(args: MdsArgs) -> Result<()> {
     );
     let signal = signals.forever().next();
     eprintln!("tessera mds: signal {signal:?}, shutting down");
-    // Every namespace change is its own committed SQLite transaction: nothing to flush.
+    // Every acknowledged namespace change is in a durable SQLite commit: nothing to flush.
     Ok(())
 }
 

@@ -66,3 +66,27 @@ fn bench_noncontig_quick_writes_its_summary() {
         &["read", "model", "small", "subarray", "memory", "store"],
     );
 }
+
+#[test]
+fn bench_io_file_system_quick_writes_its_summary() {
+    run_bench(
+        &["io"],
+        &["fs_write_over_raw_16MiB", "fs_read_over_raw_16MiB", "fs_write_fsync_mib_s_16MiB", "loopback_write_mib_s_at_4", "loopback_read_over_raw_at_4"],
+    );
+}
+
+#[test]
+fn bench_security_quick_writes_its_summary() {
+    run_bench(
+        &["security"],
+        &["cmdrsp_write_throughput_cost_1MiB", "cmdrsp_read_throughput_cost_1MiB", "cmdrsp_write_extra_us_per_command_4KiB", "cmdrsp_read_extra_us_per_command_4KiB"],
+    );
+}
+
+#[test]
+fn bench_meta_quick_writes_its_summary() {
+    run_bench(
+        &["meta", "--osds", "2"],
+        &["creates_per_sec_4_clients", "sqlite_durable_tx_per_sec", "round_trips_per_sec_4_clients", "stat_median_us_stripes_2"],
+    );
+}

@@ -10,6 +10,7 @@ use tessera_mds_proto::request::NewInode;
 use tessera_mds_proto::{Attr, DirEntry, FileLayout, FileType, FsError, InodeId, Reply, Request, SetAttrs, StatFs, StripeHint};
 
 use crate::config::ClusterConfig;
+use crate::dir::Dir;
 use crate::error::{ClientError, MdsLinkError};
 use crate::file::File;
 use crate::mds_router::{reply_name, MdsRouter};
@@ -94,6 +95,15 @@ impl Inner {
         NewInode { mode: mode & 0o7777, uid: self.uid, gid: self.gid }
     }
 
+    /// Creates regular file `name` in directory `dir` and opens it; `path` labels errors.
+    pub fn create_in(self: &Arc<Self>, dir: InodeId, name: &str, path: &str, mode: u32, stripe: Option<StripeHint>) -> Result<File, ClientError> {
+        let request = Request::Create { parent: dir, name: name.to_string(), new: self.new_inode(mode), stripe };
+        match self.call(dir, "create", path, request)? {
+            Reply::Created { attr, layout } => Ok(File::new(self.clone(), path, attr.ino, layout)),
+            other => Err(self.unexpected(dir, "create", &other)),
+        }
+    }
+
     pub fn layout(&self, ino: InodeId, op: &'static str, path: &str) -> Result<FileLayout, ClientError> {
         match self.call(ino, op, path, Request::GetLayout { ino })? {
             Reply::Layout(l) => Ok(l),
@@ -145,11 +155,16 @@ impl Client {
     /// the directory's default striping; its objects exist on the OSDs when this returns.
     pub fn create(&self, path: &str, mode: u32, stripe: Option<StripeHint>) -> Result<File, ClientError> {
         let (dir, name) = self.inner.parent_of("create", path)?;
-        let request = Request::Create { parent: dir.ino, name: name.to_string(), new: self.inner.new_inode(mode), stripe };
-        match self.inner.call(dir.ino, "create", path, request)? {
-            Reply::Created { attr, layout } => Ok(File::new(self.inner.clone(), path, attr.ino, layout)),
-            other => Err(self.inner.unexpected(dir.ino, "create", &other)),
+        self.inner.create_in(dir.ino, name, path, mode, stripe)
+    }
+
+    /// Opens a directory for the `*at()` calls of [`Dir`]: one walk now, none per call.
+    pub fn open_dir(&self, path: &str) -> Result<Dir, ClientError> {
+        let attr = self.inner.resolve("opendir", path)?;
+        if attr.file_type != FileType::Directory {
+            return Err(ClientError::Fs { op: "opendir", path: path.to_string(), source: FsError::NotDir });
         }
+        Ok(Dir::new(self.inner.clone(), path, attr.ino))
     }
 
     /// Opens an existing regular file: one lookup walk and one GetLayout; I/O then goes to the

@@ -4,6 +4,7 @@
 //!
 //! - [`config`]: [`ClusterConfig`], the `cluster.toml` format below.
 //! - [`client`]: [`Client`], path resolution and the namespace operations.
+//! - [`dir`]: [`Dir`], an open directory for the `*at()` calls (one request each, no walk).
 //! - [`mod@file`]: [`File`], an open file holding its layout: `pread`, `pwrite`, extent-list I/O,
 //!   `read_to_end`, `set_len`, `fsync`, `stat`.
 //! - [`list_io`]: PVFS list I/O on a [`File`]: `read_list` / `write_list` (memory regions and
@@ -68,6 +69,7 @@
 pub mod client;
 pub mod command_plan;
 pub mod config;
+pub mod dir;
 pub mod error;
 pub mod extent_list;
 pub mod file;
@@ -83,6 +85,7 @@ pub mod striped_io;
 pub use client::{Client, Stripe};
 pub use command_plan::Mode;
 pub use config::{ClusterConfig, ConfigError, MdsEntry, OsdEntry};
+pub use dir::Dir;
 pub use error::{ClientError, MdsLinkError};
 pub use extent_list::ExtentListError;
 pub use file::File;

@@ -9,7 +9,7 @@
 //! connection that fails at the transport level is dropped, not returned; the request is not
 //! retried, because a create or rename may have taken effect before the failure.
 
-use std::io::{self, Read, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -25,9 +25,13 @@ pub const MDS_TIMEOUT: Duration = Duration::from_secs(60);
 /// Idle connections kept per server; more concurrent callers open (and then close) extra ones.
 const IDLE_MAX: usize = 8;
 
+/// Bytes read from a connection at a time: a reply's header and body usually arrive in one read.
+const READ_BUFFER: usize = 16 * 1024;
+
 /// One blocking connection: frames over TCP, one request at a time.
 struct MdsLink {
     stream: TcpStream,
+    reader: BufReader<TcpStream>,
     next_id: u64,
 }
 
@@ -36,7 +40,8 @@ impl MdsLink {
         let stream = TcpStream::connect(addr)?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(MDS_TIMEOUT))?;
-        Ok(MdsLink { stream, next_id: 1 })
+        let reader = BufReader::with_capacity(READ_BUFFER, stream.try_clone()?);
+        Ok(MdsLink { stream, reader, next_id: 1 })
     }
 
     fn call(&mut self, request: Request) -> Result<Result<Reply, FsError>, MdsLinkError> {
@@ -44,10 +49,10 @@ impl MdsLink {
         self.next_id += 1;
         self.stream.write_all(&encode_frame(&Frame { request_id, message: Message::Request(request) }))?;
         let mut header = [0u8; FRAME_HEADER_LEN];
-        self.stream.read_exact(&mut header)?;
+        self.reader.read_exact(&mut header)?;
         // Checked before allocating, so a hostile length costs nothing.
         let mut body = vec![0u8; frame_body_len(header)?];
-        self.stream.read_exact(&mut body)?;
+        self.reader.read_exact(&mut body)?;
         let frame = Frame::decode_body(&body)?;
         if frame.request_id != request_id {
             return Err(MdsLinkError::Mismatch { expected: request_id, got: frame.request_id });

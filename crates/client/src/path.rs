@@ -27,13 +27,20 @@ pub fn split_parent<'a>(op: &'static str, path: &'a str) -> Result<(&'a str, &'a
         Some(i) => (&trimmed[..i], &trimmed[i + 1..]),
         None => ("", trimmed),
     };
-    if name.is_empty() || name == "." || name == ".." {
+    check_name(op, path, name)?;
+    Ok((parent, name))
+}
+
+/// A name an entry may have: not empty, `.` or `..`, no `/`, at most [`NAME_LEN_MAX`] bytes.
+/// `path` labels the error.
+pub fn check_name(op: &'static str, path: &str, name: &str) -> Result<(), ClientError> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') {
         return Err(ClientError::Fs { op, path: path.to_string(), source: FsError::Invalid });
     }
     if name.len() > NAME_LEN_MAX {
         return Err(ClientError::Fs { op, path: path.to_string(), source: FsError::NameTooLong });
     }
-    Ok((parent, name))
+    Ok(())
 }
 
 #[cfg(test)]

@@ -157,6 +157,17 @@ impl StripedFile<'_> {
         work: Vec<SlotWork<J>>,
         op: impl Fn(&Lease, ObjectAddr, J) -> Result<(), tessera_initiator::osd_client::OsdError> + Sync,
     ) -> Result<(), ClientError> {
+        if let [only] = work.as_slice() {
+            if only.jobs.len() == 1 {
+                // One command: run it on the caller's thread. Spawning a slot thread and a
+                // worker costs more than a small command itself, and far more on a busy
+                // machine, where a new thread waits for a core.
+                let slot = work.into_iter().next().expect("one slot");
+                let job = slot.jobs.into_iter().next().expect("one command");
+                let lease = self.pool.lease(slot.osd, slot.object_id, self.path)?;
+                return op(&lease, slot.addr, job).map_err(|e| self.pool.fail(&lease, slot.object_id, e));
+            }
+        }
         let failed = AtomicBool::new(false);
         let first_error: Mutex<Option<ClientError>> = Mutex::new(None);
         let record = |e: ClientError| {

@@ -20,8 +20,27 @@ fn counters(observers: &[OsdClient<Session>]) -> Vec<u64> {
     observers.iter().map(|o| parse_stats(&o.get_attribute_page(ObjectAddr::ROOT, STATS_PAGE).unwrap()).unwrap()[0]).collect()
 }
 
+/// Waits until the OSDs execute nothing but the counter reads: the metadata server fills its
+/// pools of precreated objects in the background after it starts, and those CREATEs are not
+/// the commands under test.
+fn settle(observers: &[OsdClient<Session>]) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut last = counters(observers);
+    let mut quiet_rounds = 0;
+    while quiet_rounds < 3 {
+        assert!(std::time::Instant::now() < deadline, "the OSDs never went quiet");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let now = counters(observers);
+        // One counter read per OSD between two samples: nothing else ran.
+        let quiet = now.iter().zip(&last).all(|(n, l)| n - l == 1);
+        quiet_rounds = if quiet { quiet_rounds + 1 } else { 0 };
+        last = now;
+    }
+}
+
 /// Commands each OSD executed for `op`, not counting the counter reads themselves.
 fn commands_for(observers: &[OsdClient<Session>], op: impl FnOnce()) -> Vec<u64> {
+    settle(observers);
     // What reading the counters alone adds, measured right here.
     let (a, b) = (counters(observers), counters(observers));
     let own: Vec<u64> = a.iter().zip(&b).map(|(x, y)| y - x).collect();

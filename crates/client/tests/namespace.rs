@@ -136,3 +136,34 @@ fn unreachable_mds_is_named() {
         Ok(_) => panic!("connected to nothing"),
     }
 }
+
+/// Goal: an open directory handle makes, finds and removes entries by name in one request
+/// each, keeps naming the same directory after it is renamed, and refuses names that are not
+/// one component. Method: two metadata servers; the handle's directory is homed on either.
+#[test]
+fn directory_handles_work_by_name_and_follow_renames() {
+    let cluster = start(2, 2);
+    let c = cluster.client();
+    for i in 0..4 {
+        c.mkdir(&format!("/h{i}"), 0o755).unwrap();
+        let d = c.open_dir(&format!("/h{i}")).unwrap();
+        assert_eq!(d.ino(), c.stat(&format!("/h{i}")).unwrap().ino);
+        let f = d.create("f", 0o640, hint(4096, 2)).unwrap();
+        f.pwrite(0, b"abc").unwrap();
+        assert_eq!(d.stat("f").unwrap().size, 3);
+        assert_eq!(d.mkdir("sub", 0o700).unwrap().mode, 0o700);
+        assert_eq!(fs_err(d.create("f", 0o640, None)), FsError::Exists);
+        assert_eq!(fs_err(d.stat("nope")), FsError::NotFound);
+        for bad in ["", ".", "..", "a/b"] {
+            assert_eq!(fs_err(d.stat(bad)), FsError::Invalid, "{bad:?}");
+        }
+        assert_eq!(fs_err(d.create(&"n".repeat(256), 0o644, None)), FsError::NameTooLong);
+        // Renamed under the handle: the handle still names the directory.
+        c.rename(&format!("/h{i}"), &format!("/moved{i}")).unwrap();
+        d.unlink("f").unwrap();
+        assert_eq!(fs_err(c.stat(&format!("/moved{i}/f"))), FsError::NotFound);
+        assert_eq!(c.stat(&format!("/moved{i}/sub")).unwrap().file_type, FileType::Directory);
+    }
+    c.create("/plain", 0o644, None).unwrap();
+    assert_eq!(fs_err(c.open_dir("/plain")), FsError::NotDir);
+}

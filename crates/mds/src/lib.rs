@@ -1,8 +1,12 @@
 //! tessera-mds: the metadata server library behind `tessera mds`.
 //!
 //! - [`db`]: the SQLite schema (WAL) and opening a store.
-//! - [`store`]: namespace operations as SQLite transactions on one server's share of the
-//!   namespace; no OSD and no network calls, so every step is atomic.
+//! - [`store`]: namespace operations as atomic SQLite steps on one server's share of the
+//!   namespace; no OSD and no network calls.
+//! - [`namespace`]: reads on pooled reader connections, writes through [`commit`], the group
+//!   commit that lets concurrent requests share one durable flush, and [`checkpoint`], which
+//!   keeps checkpoints off the request path.
+//! - [`pools`]: per-OSD pools of objects precreated in batches, so a create calls no OSD.
 //! - [`objects`]: the [`DataObjects`] seam to the storage nodes (create, remove, length,
 //!   truncate, list), implemented over the typed OSD client by [`OsdObjects`].
 //! - [`journal`]: the pending-removal journal that keeps create and unlink from leaking objects.
@@ -12,15 +16,20 @@
 //!
 //! `docs/metadata.md` gives the schema, the split across servers and every decision.
 
+pub mod checkpoint;
+pub mod commit;
 pub mod db;
 pub mod journal;
+pub mod namespace;
 pub mod objects;
 pub mod peer;
+pub mod pools;
 pub mod server;
 pub mod store;
 pub mod tcp;
 
 pub use objects::{DataObjects, ObjectsError, OsdObjects};
 pub use peer::{MdsConnection, PeerError};
+pub use pools::PrecreateConfig;
 pub use server::{Mds, MdsConfig, OpenError};
 pub use store::Store;

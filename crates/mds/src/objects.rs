@@ -5,7 +5,7 @@
 use tessera_initiator::osd_client::{OsdClient, OsdError};
 use tessera_mds_proto::ObjectRef;
 use tessera_osd_proto::pages::USER_OBJECT_LOGICAL_LENGTH;
-use tessera_osd_proto::Attribute;
+use tessera_osd_proto::{Attribute, Command, OsdRequestBuilder};
 use tessera_scsi::{ScsiTransport, SenseKey};
 use tessera_types::ObjectAddr;
 use thiserror::Error;
@@ -22,11 +22,25 @@ pub enum ObjectsError {
     Unavailable { osd: u32 },
 }
 
-/// Object operations on the cluster's data partitions. Every method is idempotent so a journal
+impl ObjectsError {
+    /// Whether the OSD answered and refused (rather than being unreachable, when the command
+    /// may or may not have run).
+    pub fn refused(&self) -> bool {
+        matches!(self, ObjectsError::Osd(OsdError::Sense { .. } | OsdError::Status { .. }))
+    }
+}
+
+/// Object operations on the cluster's data partitions. Removal is idempotent so a journal
 /// replay may repeat it: removing an absent object succeeds.
 pub trait DataObjects: Send + Sync {
     /// Creates empty objects with exactly these ids.
     fn create(&self, objects: &[ObjectRef]) -> Result<(), ObjectsError>;
+    /// Creates `count` empty objects with ids `first..first + count` on `osd`, durably (they
+    /// survive the OSD's power loss once this returns). One command where the node allows.
+    fn create_range(&self, osd: u32, first: u64, count: u16) -> Result<(), ObjectsError> {
+        let list: Vec<ObjectRef> = (0..count as u64).map(|i| ObjectRef { osd, object_id: first + i }).collect();
+        self.create(&list)
+    }
     /// Removes one object; an object that does not exist counts as removed.
     fn remove(&self, object: ObjectRef) -> Result<(), ObjectsError>;
     /// The object's logical length (OSD-2 user object information page, attribute 0x82).
@@ -70,6 +84,14 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
             let (client, partition) = self.node(o.osd)?;
             client.create(*partition, Some(o.object_id), 1)?;
         }
+        Ok(())
+    }
+
+    /// One CREATE of `count` objects with FUA: the OSD commits them durably before answering.
+    fn create_range(&self, osd: u32, first: u64, count: u16) -> Result<(), ObjectsError> {
+        let (client, partition) = self.node(osd)?;
+        let create = Command::Create { partition_id: *partition, requested: Some(first), count };
+        client.execute(&OsdRequestBuilder::new(create).fua(true))?;
         Ok(())
     }
 

@@ -1,6 +1,8 @@
 //! [`Mds`]: one metadata server. It checks that a request belongs here, runs the SQLite steps
-//! in [`Store`], the OSD steps through [`DataObjects`], and the peer steps through
-//! [`MdsConnection`], in an order that never leaks an object (see `journal.rs`).
+//! in [`Store`] through its [`Namespace`] (reads on a snapshot, writes group-committed), the
+//! OSD steps through [`DataObjects`], and the peer steps through [`MdsConnection`], in an order
+//! that never leaks an object (see `journal.rs`). Files take their objects from precreated
+//! pools ([`Pools`]), so a create makes no OSD call.
 //!
 //! Split across servers (docs/metadata.md): an inode's home is in its id. A directory's entries
 //! live with the directory; files and symlinks live with their parent directory; a new
@@ -9,22 +11,29 @@
 //! calling back cannot stall or deadlock this server.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tessera_mds_proto::request::NewInode;
-use tessera_mds_proto::{Attr, ClusterMap, DirEntry, FileType, FsError, InodeId, ObjectRef, Reply, Request, StripeHint, Timespec};
+use tessera_mds_proto::{Attr, ClusterMap, DirEntry, FileLayout, FileType, FsError, InodeId, ObjectRef, Reply, Request, StripeHint, Timespec};
 use thiserror::Error;
 
-use crate::db::{self, DbError};
+use crate::db::DbError;
 use crate::journal;
+use crate::namespace::{Namespace, NamespaceError};
 use crate::objects::DataObjects;
 use crate::peer::MdsConnection;
-use crate::store::{files, Store};
+use crate::pools::{Pools, PrecreateConfig};
+use crate::store::files::{self, Create, StripePolicy};
+use crate::store::{InodeRow, Store};
 
 /// Directory levels a rename walks up looking for a loop; deeper trees get EIO rather than
 /// an unbounded walk across servers.
 pub const DEPTH_MAX: usize = 4096;
+/// Times a create refills an empty pool and tries again before it answers EIO. Every refill
+/// adds a batch, so only creates racing for the same objects can make another attempt
+/// necessary; the bound only stops a pathological loop.
+const CREATE_ATTEMPTS: usize = 1000;
 
 #[derive(Clone, Debug)]
 pub struct MdsConfig {
@@ -33,6 +42,8 @@ pub struct MdsConfig {
     pub cluster: ClusterMap,
     /// Striping for files in directories without a default of their own.
     pub default_stripe: StripeHint,
+    /// Sizes of the precreated object pools.
+    pub precreate: PrecreateConfig,
 }
 
 #[derive(Debug, Error)]
@@ -46,7 +57,8 @@ pub enum OpenError {
 }
 
 pub struct Mds {
-    store: Mutex<Store>,
+    ns: Arc<Namespace>,
+    pools: Pools,
     objects: Arc<dyn DataObjects>,
     config: MdsConfig,
     peers: Vec<Mutex<Option<MdsConnection>>>,
@@ -69,29 +81,27 @@ pub fn placement(parent: InodeId, name: &str, servers: u32) -> u32 {
 }
 
 impl Mds {
-    /// Opens the store at `path` and drains whatever the removal journal still holds (a crash
-    /// between an unlink and its REMOVEs, or between allocating and creating objects).
+    /// Opens the store at `path`, drains whatever the removal journal still holds (a crash
+    /// between an unlink and its REMOVEs, or an abandoned precreated range), and starts the
+    /// precreated pools (filled in the background; a range a crash left unfinished is retried).
     pub fn open(path: &Path, config: MdsConfig, objects: Arc<dyn DataObjects>) -> Result<Mds, OpenError> {
         let servers = config.cluster.servers.len().max(1);
         if config.server_index as usize >= servers {
             return Err(OpenError::ServerIndex { index: config.server_index, servers });
         }
-        let conn = db::open(path, config.server_index)?;
-        let store = Store::new(conn, config.server_index, now()).map_err(OpenError::Store)?;
-        let peers = (0..servers).map(|_| Mutex::new(None)).collect();
-        let mds = Mds { store: Mutex::new(store), objects, config, peers };
-        match mds.resume_journal() {
+        let ns = Arc::new(Namespace::open(path, config.server_index, now()).map_err(|e| match e {
+            NamespaceError::Db(e) => OpenError::Db(e),
+            NamespaceError::Store(e) => OpenError::Store(e),
+        })?);
+        match journal::resume(&ns, objects.as_ref()) {
             Ok(0) => {}
             Ok(left) => tracing::warn!(left, "objects still await removal"),
             Err(e) => tracing::warn!(%e, "removal journal not drained"),
         }
-        Ok(mds)
-    }
-
-    /// The store, for one short step. Poisoning means another thread panicked mid-request;
-    /// every store method is one transaction, so the data is consistent and we carry on.
-    fn store(&self) -> MutexGuard<'_, Store> {
-        self.store.lock().unwrap_or_else(|p| p.into_inner())
+        let osd_count = config.cluster.osds.len() as u32;
+        let pools = Pools::start(ns.clone(), objects.clone(), osd_count, config.precreate).map_err(OpenError::Store)?;
+        let peers = (0..servers).map(|_| Mutex::new(None)).collect();
+        Ok(Mds { ns, pools, objects, config, peers })
     }
 
     pub fn server_index(&self) -> u32 {
@@ -108,12 +118,17 @@ impl Mds {
 
     /// Retries every journaled removal; returns how many objects remain journaled.
     pub fn resume_journal(&self) -> Result<usize, FsError> {
-        journal::resume(&self.store, self.objects.as_ref())
+        journal::resume(&self.ns, self.objects.as_ref())
     }
 
     /// Objects on the OSDs that this server allocated and nothing references.
     pub fn repair(&self) -> Result<Vec<ObjectRef>, FsError> {
-        journal::orphans(&self.store, self.objects.as_ref(), self.osd_count())
+        journal::orphans(&self.ns, self.objects.as_ref(), self.osd_count())
+    }
+
+    /// Precreated objects ready per OSD, as last known.
+    pub fn pool_levels(&self) -> Vec<u64> {
+        self.pools.levels()
     }
 
     /// Sends one request to server `server`, connecting on first use and reconnecting after a
@@ -148,10 +163,14 @@ impl Mds {
 
     /// Attributes of a local inode; a regular file's size comes from its objects.
     fn local_attr(&self, ino: InodeId) -> Result<Attr, FsError> {
-        let row = self.store().inode(ino)?;
-        let size = match row.kind {
-            FileType::Regular => self.file_size(ino)?,
-            _ => 0,
+        let (row, layout) = self.ns.read(|s| inode_and_layout(s, ino))?;
+        self.attr_from(row, layout.as_ref())
+    }
+
+    fn attr_from(&self, row: InodeRow, layout: Option<&FileLayout>) -> Result<Attr, FsError> {
+        let size = match layout {
+            Some(l) => self.size_of(l)?,
+            None => 0,
         };
         Ok(row.attr(size))
     }
@@ -165,33 +184,44 @@ impl Mds {
     }
 
     fn file_size(&self, ino: InodeId) -> Result<u64, FsError> {
-        let layout = self.store().layout(ino)?;
-        let mut lengths = Vec::with_capacity(layout.objects.len());
-        for o in &layout.objects {
-            lengths.push(self.objects.logical_len(*o).map_err(|e| {
+        self.size_of(&self.ns.read(|s| s.layout(ino))?)
+    }
+
+    /// The file size from every object's length. The objects sit on different OSDs, so the
+    /// GET ATTRIBUTES go out in parallel: a stat costs one OSD round trip at any stripe count.
+    fn size_of(&self, layout: &FileLayout) -> Result<u64, FsError> {
+        let length = |o: &ObjectRef| {
+            self.objects.logical_len(*o).map_err(|e| {
                 tracing::warn!(?o, %e, "cannot read object length");
                 FsError::Io
-            })?);
-        }
+            })
+        };
+        let lengths: Vec<u64> = match layout.objects.split_first() {
+            None => Vec::new(),
+            Some((first, [])) => vec![length(first)?],
+            Some((first, rest)) => std::thread::scope(|s| {
+                let others: Vec<_> = rest.iter().map(|o| s.spawn(move || length(o))).collect();
+                let mut lengths = vec![length(first)];
+                lengths.extend(others.into_iter().map(|h| h.join().unwrap_or(Err(FsError::Io))));
+                lengths.into_iter().collect::<Result<Vec<u64>, FsError>>()
+            })?,
+        };
         layout.stripe.file_size(&lengths).ok_or(FsError::Io)
     }
 
     /// Removes objects now journaled; failures stay journaled for the next drain.
     fn remove_objects(&self, list: &[ObjectRef]) {
-        journal::drain(&self.store, self.objects.as_ref(), list);
+        journal::drain(&self.ns, self.objects.as_ref(), list);
     }
 
     /// Answers one request.
     pub fn handle(&self, request: Request) -> Result<Reply, FsError> {
         use Request as R;
         match request {
-            R::Lookup { parent, name } => {
-                let entry = self.store().lookup(parent, &name)?;
-                self.attr(entry.ino).map(Reply::Attr)
-            }
+            R::Lookup { parent, name } => self.lookup(parent, &name).map(Reply::Attr),
             R::GetAttr { ino } => self.local_attr(ino).map(Reply::Attr),
             R::SetAttr { ino, changes } => {
-                let row = self.store().setattr(ino, &changes, now())?;
+                let row = self.ns.write(|s| s.setattr(ino, &changes, now()))?;
                 let size = if row.kind == FileType::Regular { self.file_size(ino)? } else { 0 };
                 Ok(Reply::Attr(row.attr(size)))
             }
@@ -199,49 +229,65 @@ impl Mds {
             R::Rmdir { parent, name } => self.rmdir(parent, &name).map(|()| Reply::Done),
             R::Create { parent, name, new, stripe } => self.create(parent, &name, &new, stripe),
             R::Unlink { parent, name } => {
-                let objects = self.store().unlink(parent, &name, now())?;
+                let objects = self.ns.write(|s| s.unlink(parent, &name, now()))?;
                 self.remove_objects(&objects);
                 Ok(Reply::Done)
             }
             R::Rename { src_parent, src_name, dst_parent, dst_name } => {
                 self.rename(src_parent, &src_name, dst_parent, &dst_name).map(|()| Reply::Done)
             }
-            R::Symlink { parent, name, target, new } => self.store().symlink(parent, &name, &target, &new, now()).map(|r| Reply::Attr(r.attr(0))),
-            R::ReadLink { ino } => self.store().readlink(ino).map(Reply::Link),
+            R::Symlink { parent, name, target, new } => {
+                self.ns.write(|s| s.symlink(parent, &name, &target, &new, now())).map(|r| Reply::Attr(r.attr(0)))
+            }
+            R::ReadLink { ino } => self.ns.read(|s| s.readlink(ino)).map(Reply::Link),
             R::ReadDir { dir, after, max_entries } => self.readdir(dir, after.as_deref(), max_entries),
             R::Truncate { ino, size } => self.truncate(ino, size).map(Reply::Attr),
-            R::GetLayout { ino } => self.store().layout(ino).map(Reply::Layout),
+            R::GetLayout { ino } => self.ns.read(|s| s.layout(ino)).map(Reply::Layout),
             R::SetDirStripe { dir, hint } => {
                 if let Some(h) = &hint {
                     files::resolve(h, self.osd_count(), 0)?;
                 }
-                self.store().set_dir_stripe(dir, hint).map(|()| Reply::Done)
+                self.ns.write(|s| s.set_dir_stripe(dir, hint)).map(|()| Reply::Done)
             }
-            R::GetDirStripe { dir } => self.store().dir_stripe(dir).map(Reply::DirStripe),
-            R::StatFs => self.store().stat_fs().map(Reply::StatFs),
+            R::GetDirStripe { dir } => self.ns.read(|s| s.dir_stripe(dir)).map(Reply::DirStripe),
+            R::StatFs => self.ns.read(|s| s.stat_fs()).map(Reply::StatFs),
             R::ClusterMap => Ok(Reply::ClusterMap(self.config.cluster.clone())),
             R::PeerCreateDir { parent, new, stripe } => {
-                self.store().create_dir_inode(parent, &new, stripe, now()).map(|r| Reply::Attr(r.attr(0)))
+                self.ns.write(|s| s.create_dir_inode(parent, &new, stripe, now())).map(|r| Reply::Attr(r.attr(0)))
             }
-            R::PeerRemoveDir { ino } => self.store().remove_dir_inode(ino).map(|()| Reply::Done),
+            R::PeerRemoveDir { ino } => self.ns.write(|s| s.remove_dir_inode(ino)).map(|()| Reply::Done),
+        }
+    }
+
+    /// The entry and, for a local inode, its row and layout, from one snapshot; the size then
+    /// comes from the objects, a remote inode's attributes from its home server.
+    fn lookup(&self, parent: InodeId, name: &str) -> Result<Attr, FsError> {
+        let me = self.server_index();
+        let (entry, local) = self.ns.read(|s| {
+            let entry = s.lookup(parent, name)?;
+            let local = if entry.ino.server() == me { Some(inode_and_layout(s, entry.ino)?) } else { None };
+            Ok((entry, local))
+        })?;
+        match local {
+            Some((row, layout)) => self.attr_from(row, layout.as_ref()),
+            None => self.peer_attr(entry.ino),
         }
     }
 
     fn mkdir(&self, parent: InodeId, name: &str, new: &NewInode) -> Result<Attr, FsError> {
         let home = placement(parent, name, self.servers());
         if home == self.server_index() {
-            return self.store().mkdir(parent, name, new, now()).map(|r| r.attr(0));
+            return self.ns.write(|s| s.mkdir(parent, name, new, now())).map(|r| r.attr(0));
         }
-        let stripe = {
-            let store = self.store();
-            store.check_can_add(parent, name)?;
-            store.dir_stripe(parent)?
-        };
+        let stripe = self.ns.read(|s| {
+            s.check_can_add(parent, name)?;
+            s.dir_stripe(parent)
+        })?;
         let attr = match self.peer(home, Request::PeerCreateDir { parent, new: *new, stripe })? {
             Reply::Attr(a) => a,
             _ => return Err(FsError::Io),
         };
-        if let Err(e) = self.store().link_entry(parent, name, attr.ino, FileType::Directory, now()) {
+        if let Err(e) = self.ns.write(|s| s.link_entry(parent, name, attr.ino, FileType::Directory, now())) {
             // Lost a race for the name: take back the inode we had made.
             if let Err(undo) = self.peer(home, Request::PeerRemoveDir { ino: attr.ino }) {
                 tracing::warn!(ino = attr.ino.0, %undo, "orphaned remote directory inode");
@@ -252,41 +298,43 @@ impl Mds {
     }
 
     fn rmdir(&self, parent: InodeId, name: &str) -> Result<(), FsError> {
-        let Some(remote) = self.store().rmdir(parent, name, now())? else { return Ok(()) };
+        let Some(remote) = self.ns.write(|s| s.rmdir(parent, name, now()))? else { return Ok(()) };
         // The home server checks emptiness and removes the inode atomically; only then does
         // the entry go, so a failure leaves the directory whole.
         match self.peer(remote.server(), Request::PeerRemoveDir { ino: remote }) {
             Ok(_) | Err(FsError::Stale) => {}
             Err(e) => return Err(e),
         }
-        self.store().drop_entry(parent, name, remote, now())
+        self.ns.write(|s| s.drop_entry(parent, name, remote, now()))
     }
 
-    /// Create: (1) allocate ids and journal the objects, (2) create them on the OSDs, (3) commit
-    /// the inode and take the objects out of the journal. A failure after (1) removes whatever
-    /// was made; a crash leaves them journaled for the next start.
+    /// Create: one step takes the objects from the precreated pools and writes the inode, its
+    /// entry and its layout. An empty pool is refilled here (one batch CREATE) and the step
+    /// tried again; after that the background filler keeps ahead.
     fn create(&self, parent: InodeId, name: &str, new: &NewInode, stripe: Option<StripeHint>) -> Result<Reply, FsError> {
-        let default = self.config.default_stripe;
-        let pending = self.store().begin_create(parent, name, stripe, &default, self.osd_count())?;
-        if let Err(e) = self.objects.create(&pending.layout.objects) {
-            tracing::warn!(%e, "creating data objects failed");
-            self.remove_objects(&pending.layout.objects);
-            return Err(FsError::Io);
-        }
-        match self.store().commit_create(parent, name, new, &pending, now()) {
-            Ok(row) => Ok(Reply::Created { attr: row.attr(0), layout: pending.layout }),
-            Err(e) => {
-                self.remove_objects(&pending.layout.objects);
-                Err(e)
+        let policy = StripePolicy { default: self.config.default_stripe, osd_count: self.osd_count() };
+        for _ in 0..CREATE_ATTEMPTS {
+            match self.ns.write(|s| s.create_file(parent, name, new, stripe, &policy, now()))? {
+                Create::Made(f) => {
+                    self.pools.took(f.layout.objects.iter().map(|o| o.osd));
+                    return Ok(Reply::Created { attr: f.row.attr(0), layout: f.layout });
+                }
+                Create::PoolEmpty(osds) => {
+                    for osd in osds {
+                        self.pools.refill(osd)?;
+                    }
+                }
             }
         }
+        tracing::warn!(%name, "precreated pools emptied faster than refilled");
+        Err(FsError::Io)
     }
 
     fn rename(&self, src_parent: InodeId, src_name: &str, dst_parent: InodeId, dst_name: &str) -> Result<(), FsError> {
         if src_parent.server() != dst_parent.server() {
             return Err(FsError::CrossServer);
         }
-        self.store().check_local(src_parent)?;
+        self.ns.read(|s| s.check_local(src_parent))?;
         // Gathered before the transaction, without the lock, because it may ask peers.
         let mut ancestors = Vec::new();
         let mut at = dst_parent;
@@ -301,13 +349,13 @@ impl Mds {
             }
             at = attr.parent;
         }
-        let replaced = self.store().rename(src_parent, src_name, dst_parent, dst_name, &ancestors, now())?;
+        let replaced = self.ns.write(|s| s.rename(src_parent, src_name, dst_parent, dst_name, &ancestors, now()))?;
         self.remove_objects(&replaced);
         Ok(())
     }
 
     fn readdir(&self, dir: InodeId, after: Option<&str>, max: u32) -> Result<Reply, FsError> {
-        let (entries, more) = self.store().readdir(dir, after, max)?;
+        let (entries, more) = self.ns.read(|s| s.readdir(dir, after, max))?;
         let mut out = Vec::with_capacity(entries.len());
         for e in entries {
             out.push(DirEntry { attr: self.attr(e.ino)?, name: e.name });
@@ -316,7 +364,7 @@ impl Mds {
     }
 
     fn truncate(&self, ino: InodeId, size: u64) -> Result<Attr, FsError> {
-        let layout = self.store().layout(ino)?;
+        let layout = self.ns.read(|s| s.layout(ino))?;
         for (slot, o) in layout.objects.iter().enumerate() {
             let len = layout.stripe.object_len(size, slot as u32);
             self.objects.set_logical_len(*o, len).map_err(|e| {
@@ -324,7 +372,14 @@ impl Mds {
                 FsError::Io
             })?;
         }
-        let row = self.store().touch_file(ino, now())?;
+        let row = self.ns.write(|s| s.touch_file(ino, now()))?;
         Ok(row.attr(size))
     }
+}
+
+/// An inode's row and, for a regular file, its layout.
+fn inode_and_layout(s: &Store, ino: InodeId) -> Result<(InodeRow, Option<FileLayout>), FsError> {
+    let row = s.inode(ino)?;
+    let layout = if row.kind == FileType::Regular { Some(s.layout(ino)?) } else { None };
+    Ok((row, layout))
 }

@@ -1,19 +1,23 @@
-//! One server's share of the namespace as SQLite transactions. Every public method is one
-//! transaction, so a crash leaves either all of an operation or none of it. No OSD or network
-//! calls happen here: [`crate::server::Mds`] sequences those around these steps.
+//! One server's share of the namespace in SQLite. A mutating method is one atomic step but
+//! opens no transaction itself: the caller runs it inside one ([`crate::namespace`] wraps every
+//! call in a savepoint of a group commit, or a read transaction), so a failed step leaves
+//! nothing and a crash leaves either all of a step or none of it. No OSD or network calls
+//! happen here: [`crate::server::Mds`] sequences those around these steps.
 //!
 //! `files.rs` holds regular files (create, unlink, layouts, the removal journal);
-//! `rename.rs` the rename rules. This file holds inodes, directories and symlinks.
+//! `precreate.rs` the precreated object ranges; `rename.rs` the rename rules. This file holds
+//! inodes, directories and symlinks. Hot statements go through `prepare_cached`.
 
 pub mod files;
+pub mod precreate;
 mod rename;
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension};
 use tessera_mds_proto::limits::{NAME_LEN_MAX, READDIR_ENTRIES_MAX};
 use tessera_mds_proto::request::NewInode;
 use tessera_mds_proto::{Attr, FileType, FsError, InodeId, SetAttrs, StatFs, StripeHint, Timespec};
 
-pub use files::PendingFile;
+pub use files::NewFile;
 
 /// Permission bits kept in `mode`; type bits come from the inode's kind.
 const MODE_MASK: u32 = 0o7777;
@@ -22,6 +26,21 @@ const MODE_MASK: u32 = 0o7777;
 pub(crate) fn io(e: rusqlite::Error) -> FsError {
     tracing::error!(error = %e, "metadata store");
     FsError::Io
+}
+
+/// Runs one statement, prepared once per connection.
+pub(crate) fn exec(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<usize, FsError> {
+    conn.prepare_cached(sql).and_then(|mut s| s.execute(params)).map_err(io)
+}
+
+/// The first row of a query prepared once per connection, if any.
+pub(crate) fn query_opt<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    row: impl FnOnce(&rusqlite::Row) -> rusqlite::Result<T>,
+) -> Result<Option<T>, FsError> {
+    conn.prepare_cached(sql).and_then(|mut s| s.query_row(params, row).optional()).map_err(io)
 }
 
 fn kind_of(code: i64) -> FileType {
@@ -87,15 +106,13 @@ pub struct Dentry {
     pub kind: FileType,
 }
 
-/// The namespace held by server `server`. Transactions use `unchecked_transaction` (a shared
-/// borrow) so helpers can read `self` inside one; every mutating method takes `&mut self`, so
-/// two transactions can never be open on the connection at once.
+/// The namespace held by server `server`, on one connection: the writer's, or a reader's
+/// (which only ever runs the `&self` methods).
 pub struct Store {
     conn: Connection,
     server: u32,
 }
 
-const INODE_COLUMNS: &str = "ino, kind, mode, uid, gid, atime_ns, mtime_ns, ctime_ns, parent, symlink";
 
 fn row_to_inode(r: &rusqlite::Row) -> rusqlite::Result<InodeRow> {
     Ok(InodeRow {
@@ -113,17 +130,20 @@ fn row_to_inode(r: &rusqlite::Row) -> rusqlite::Result<InodeRow> {
 }
 
 pub(crate) fn load_inode(tx: &Connection, ino: InodeId) -> Result<InodeRow, FsError> {
-    tx.query_row(&format!("SELECT {INODE_COLUMNS} FROM inodes WHERE ino = ?1"), [ino.0 as i64], row_to_inode)
-        .optional()
+    tx.prepare_cached("SELECT ino, kind, mode, uid, gid, atime_ns, mtime_ns, ctime_ns, parent, symlink FROM inodes WHERE ino = ?1")
+        .and_then(|mut s| s.query_row([ino.0 as i64], row_to_inode).optional())
         .map_err(io)?
         .ok_or(FsError::Stale)
 }
 
-pub(crate) fn insert_inode(tx: &Transaction, row: &InodeRow, stripe_unit: Option<u64>) -> Result<(), FsError> {
-    tx.execute(
-        "INSERT INTO inodes (ino, kind, mode, uid, gid, atime_ns, mtime_ns, ctime_ns, parent, symlink, stripe_unit)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        params![
+pub(crate) fn insert_inode(tx: &Connection, row: &InodeRow, stripe_unit: Option<u64>) -> Result<(), FsError> {
+    let mut stmt = tx
+        .prepare_cached(
+            "INSERT INTO inodes (ino, kind, mode, uid, gid, atime_ns, mtime_ns, ctime_ns, parent, symlink, stripe_unit)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        )
+        .map_err(io)?;
+    stmt.execute(params![
             row.ino.0 as i64,
             row.kind.code() as i64,
             row.mode,
@@ -135,8 +155,7 @@ pub(crate) fn insert_inode(tx: &Transaction, row: &InodeRow, stripe_unit: Option
             row.parent.0 as i64,
             row.symlink,
             stripe_unit.map(|u| u as i64)
-        ],
-    )
+    ])
     .map_err(io)?;
     Ok(())
 }
@@ -157,18 +176,28 @@ fn new_row(ino: InodeId, kind: FileType, new: &NewInode, parent: InodeId, now: T
 }
 
 impl Store {
-    /// Wraps an opened store ([`crate::db::open`]); server 0 makes the root if it is missing.
-    pub fn new(conn: Connection, server: u32, now: Timespec) -> Result<Store, FsError> {
-        let mut store = Store { conn, server };
+    /// Wraps the writer connection of an opened store ([`crate::db::open`]); server 0 makes the
+    /// root if it is missing.
+    pub fn new(mut conn: Connection, server: u32, now: Timespec) -> Result<Store, FsError> {
         if server == 0 {
-            let tx = store.conn.transaction().map_err(io)?;
+            let tx = conn.transaction().map_err(io)?;
             if load_inode(&tx, InodeId::ROOT) == Err(FsError::Stale) {
                 let root = new_row(InodeId::ROOT, FileType::Directory, &NewInode { mode: 0o755, uid: 0, gid: 0 }, InodeId::ROOT, now);
                 insert_inode(&tx, &root, None)?;
             }
             tx.commit().map_err(io)?;
         }
-        Ok(store)
+        Ok(Store { conn, server })
+    }
+
+    /// Wraps a reader connection ([`crate::db::open_reader`]).
+    pub fn reader(conn: Connection, server: u32) -> Store {
+        Store { conn, server }
+    }
+
+    /// The connection, for the transaction statements of [`crate::namespace`].
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
     }
 
     pub fn server(&self) -> u32 {
@@ -184,13 +213,23 @@ impl Store {
         }
     }
 
-    fn alloc_inode(&self, tx: &Transaction) -> Result<InodeId, FsError> {
-        let next: i64 = tx.query_row("SELECT value FROM meta WHERE key = 'next_inode'", [], |r| r.get(0)).map_err(io)?;
-        let local = next as u64;
+    /// The local sequence the next inode will get.
+    fn next_inode(&self, tx: &Connection) -> Result<u64, FsError> {
+        let next: i64 = query_opt(tx, "SELECT value FROM meta WHERE key = 'next_inode'", [], |r| r.get(0))?.ok_or(FsError::Io)?;
+        Ok(next as u64)
+    }
+
+    fn alloc_inode(&self, tx: &Connection) -> Result<InodeId, FsError> {
+        let local = self.next_inode(tx)?;
+        self.claim_inode(tx, local)
+    }
+
+    /// Allocates inode `local`, which [`Store::next_inode`] just returned in this step.
+    fn claim_inode(&self, tx: &Connection, local: u64) -> Result<InodeId, FsError> {
         if local > InodeId::LOCAL_MAX {
             return Err(FsError::NoSpace);
         }
-        tx.execute("UPDATE meta SET value = ?1 WHERE key = 'next_inode'", [next + 1]).map_err(io)?;
+        exec(tx, "UPDATE meta SET value = ?1 WHERE key = 'next_inode'", [local as i64 + 1])?;
         Ok(InodeId::new(self.server, local))
     }
 
@@ -205,11 +244,9 @@ impl Store {
     }
 
     fn entry(conn: &Connection, dir: InodeId, name: &str) -> Result<Option<Dentry>, FsError> {
-        conn.query_row("SELECT ino, kind FROM dentries WHERE dir = ?1 AND name = ?2", params![dir.0 as i64, name], |r| {
+        query_opt(conn, "SELECT ino, kind FROM dentries WHERE dir = ?1 AND name = ?2", params![dir.0 as i64, name], |r| {
             Ok(Dentry { name: name.to_string(), ino: InodeId(r.get::<_, i64>(0)? as u64), kind: kind_of(r.get(1)?) })
         })
-        .optional()
-        .map_err(io)
     }
 
     /// Checks `dir` is a local directory without `name`, inside an open transaction.
@@ -222,14 +259,13 @@ impl Store {
         }
     }
 
-    fn add_entry(tx: &Transaction, dir: InodeId, name: &str, ino: InodeId, kind: FileType, now: Timespec) -> Result<(), FsError> {
-        tx.execute("INSERT INTO dentries (dir, name, ino, kind) VALUES (?1, ?2, ?3, ?4)", params![dir.0 as i64, name, ino.0 as i64, kind.code() as i64])
-            .map_err(io)?;
+    fn add_entry(tx: &Connection, dir: InodeId, name: &str, ino: InodeId, kind: FileType, now: Timespec) -> Result<(), FsError> {
+        exec(tx, "INSERT INTO dentries (dir, name, ino, kind) VALUES (?1, ?2, ?3, ?4)", params![dir.0 as i64, name, ino.0 as i64, kind.code() as i64])?;
         Self::touch_dir(tx, dir, now)
     }
 
     fn touch_dir(tx: &Connection, dir: InodeId, now: Timespec) -> Result<(), FsError> {
-        tx.execute("UPDATE inodes SET mtime_ns = ?2, ctime_ns = ?2 WHERE ino = ?1", params![dir.0 as i64, now.as_nanos()]).map_err(io)?;
+        exec(tx, "UPDATE inodes SET mtime_ns = ?2, ctime_ns = ?2 WHERE ino = ?1", params![dir.0 as i64, now.as_nanos()])?;
         Ok(())
     }
 
@@ -252,106 +288,101 @@ impl Store {
     /// mkdir with the new directory homed here; the new directory copies the parent's default
     /// striping, as `lfs setstripe` directories do.
     pub fn mkdir(&mut self, parent: InodeId, name: &str, new: &NewInode, now: Timespec) -> Result<InodeRow, FsError> {
-        let tx = self.conn.unchecked_transaction().map_err(io)?;
-        self.check_free(&tx, parent, name)?;
-        let ino = self.alloc_inode(&tx)?;
+        let tx = &self.conn;
+        self.check_free(tx, parent, name)?;
+        let ino = self.alloc_inode(tx)?;
         let row = new_row(ino, FileType::Directory, new, parent, now);
-        insert_inode(&tx, &row, None)?;
-        Self::add_entry(&tx, parent, name, ino, FileType::Directory, now)?;
-        if let Some(hint) = files::dir_stripe(&tx, parent)? {
-            files::put_dir_stripe(&tx, ino, Some(hint))?;
+        insert_inode(tx, &row, None)?;
+        Self::add_entry(tx, parent, name, ino, FileType::Directory, now)?;
+        if let Some(hint) = files::dir_stripe(tx, parent)? {
+            files::put_dir_stripe(tx, ino, Some(hint))?;
         }
-        tx.commit().map_err(io)?;
         Ok(row)
     }
 
     /// The inode half of a mkdir whose entry lives on another server (`PeerCreateDir`).
     pub fn create_dir_inode(&mut self, parent: InodeId, new: &NewInode, stripe: Option<StripeHint>, now: Timespec) -> Result<InodeRow, FsError> {
-        let tx = self.conn.unchecked_transaction().map_err(io)?;
-        let ino = self.alloc_inode(&tx)?;
+        let tx = &self.conn;
+        let ino = self.alloc_inode(tx)?;
         let row = new_row(ino, FileType::Directory, new, parent, now);
-        insert_inode(&tx, &row, None)?;
-        files::put_dir_stripe(&tx, ino, stripe)?;
-        tx.commit().map_err(io)?;
+        insert_inode(tx, &row, None)?;
+        files::put_dir_stripe(tx, ino, stripe)?;
         Ok(row)
     }
 
     /// The entry half of a cross-server mkdir: links an inode homed elsewhere.
     pub fn link_entry(&mut self, dir: InodeId, name: &str, ino: InodeId, kind: FileType, now: Timespec) -> Result<(), FsError> {
-        let tx = self.conn.unchecked_transaction().map_err(io)?;
-        self.check_free(&tx, dir, name)?;
-        Self::add_entry(&tx, dir, name, ino, kind, now)?;
-        tx.commit().map_err(io)
+        let tx = &self.conn;
+        self.check_free(tx, dir, name)?;
+        Self::add_entry(tx, dir, name, ino, kind, now)?;
+        Ok(())
     }
 
     /// Removes an entry that names `ino` (the last step of a cross-server rmdir).
     pub fn drop_entry(&mut self, dir: InodeId, name: &str, ino: InodeId, now: Timespec) -> Result<(), FsError> {
-        let tx = self.conn.unchecked_transaction().map_err(io)?;
+        let tx = &self.conn;
         let n = tx
             .execute("DELETE FROM dentries WHERE dir = ?1 AND name = ?2 AND ino = ?3", params![dir.0 as i64, name, ino.0 as i64])
             .map_err(io)?;
         if n == 0 {
             return Err(FsError::NotFound);
         }
-        Self::touch_dir(&tx, dir, now)?;
-        tx.commit().map_err(io)
+        Self::touch_dir(tx, dir, now)?;
+        Ok(())
     }
 
     fn is_empty_dir(conn: &Connection, dir: InodeId) -> Result<bool, FsError> {
-        let n: i64 = conn.query_row("SELECT COUNT(*) FROM (SELECT 1 FROM dentries WHERE dir = ?1 LIMIT 1)", [dir.0 as i64], |r| r.get(0)).map_err(io)?;
-        Ok(n == 0)
+        Ok(query_opt(conn, "SELECT 1 FROM dentries WHERE dir = ?1 LIMIT 1", [dir.0 as i64], |_| Ok(()))?.is_none())
     }
 
-    fn delete_dir_inode(tx: &Transaction, ino: InodeId) -> Result<(), FsError> {
+    fn delete_dir_inode(tx: &Connection, ino: InodeId) -> Result<(), FsError> {
         if !Self::is_empty_dir(tx, ino)? {
             return Err(FsError::NotEmpty);
         }
-        tx.execute("DELETE FROM inodes WHERE ino = ?1", [ino.0 as i64]).map_err(io)?;
-        tx.execute("DELETE FROM dir_stripe WHERE dir = ?1", [ino.0 as i64]).map_err(io)?;
+        exec(tx, "DELETE FROM inodes WHERE ino = ?1", [ino.0 as i64])?;
+        exec(tx, "DELETE FROM dir_stripe WHERE dir = ?1", [ino.0 as i64])?;
         Ok(())
     }
 
     /// rmdir. `Ok(None)`: done. `Ok(Some(ino))`: the directory's inode is homed on another
     /// server; remove it there (`PeerRemoveDir`), then [`Store::drop_entry`].
     pub fn rmdir(&mut self, parent: InodeId, name: &str, now: Timespec) -> Result<Option<InodeId>, FsError> {
-        let tx = self.conn.unchecked_transaction().map_err(io)?;
-        self.load_dir(&tx, parent)?;
-        let entry = Self::entry(&tx, parent, name)?.ok_or(FsError::NotFound)?;
+        let tx = &self.conn;
+        self.load_dir(tx, parent)?;
+        let entry = Self::entry(tx, parent, name)?.ok_or(FsError::NotFound)?;
         if entry.kind != FileType::Directory {
             return Err(FsError::NotDir);
         }
         if entry.ino.server() != self.server {
             return Ok(Some(entry.ino));
         }
-        Self::delete_dir_inode(&tx, entry.ino)?;
-        tx.execute("DELETE FROM dentries WHERE dir = ?1 AND name = ?2", params![parent.0 as i64, name]).map_err(io)?;
-        Self::touch_dir(&tx, parent, now)?;
-        tx.commit().map_err(io)?;
+        Self::delete_dir_inode(tx, entry.ino)?;
+        exec(tx, "DELETE FROM dentries WHERE dir = ?1 AND name = ?2", params![parent.0 as i64, name])?;
+        Self::touch_dir(tx, parent, now)?;
         Ok(None)
     }
 
     /// `PeerRemoveDir`: removes an empty directory inode homed here.
     pub fn remove_dir_inode(&mut self, ino: InodeId) -> Result<(), FsError> {
-        let tx = self.conn.unchecked_transaction().map_err(io)?;
-        if self.load_dir(&tx, ino)?.ino == InodeId::ROOT {
+        let tx = &self.conn;
+        if self.load_dir(tx, ino)?.ino == InodeId::ROOT {
             return Err(FsError::Busy);
         }
-        Self::delete_dir_inode(&tx, ino)?;
-        tx.commit().map_err(io)
+        Self::delete_dir_inode(tx, ino)?;
+        Ok(())
     }
 
     pub fn symlink(&mut self, parent: InodeId, name: &str, target: &str, new: &NewInode, now: Timespec) -> Result<InodeRow, FsError> {
         if target.is_empty() {
             return Err(FsError::Invalid);
         }
-        let tx = self.conn.unchecked_transaction().map_err(io)?;
-        self.check_free(&tx, parent, name)?;
-        let ino = self.alloc_inode(&tx)?;
+        let tx = &self.conn;
+        self.check_free(tx, parent, name)?;
+        let ino = self.alloc_inode(tx)?;
         let mut row = new_row(ino, FileType::Symlink, &NewInode { mode: 0o777, ..*new }, InodeId(0), now);
         row.symlink = Some(target.to_string());
-        insert_inode(&tx, &row, None)?;
-        Self::add_entry(&tx, parent, name, ino, FileType::Symlink, now)?;
-        tx.commit().map_err(io)?;
+        insert_inode(tx, &row, None)?;
+        Self::add_entry(tx, parent, name, ino, FileType::Symlink, now)?;
         Ok(row)
     }
 
@@ -382,9 +413,9 @@ impl Store {
 
     /// chmod / chown / utimes; ctime always moves.
     pub fn setattr(&mut self, ino: InodeId, c: &SetAttrs, now: Timespec) -> Result<InodeRow, FsError> {
-        let tx = self.conn.unchecked_transaction().map_err(io)?;
+        let tx = &self.conn;
         self.check_local(ino)?;
-        let mut row = load_inode(&tx, ino)?;
+        let mut row = load_inode(tx, ino)?;
         if let Some(mode) = c.mode {
             row.mode = mode & MODE_MASK;
         }
@@ -393,12 +424,10 @@ impl Store {
         row.atime = c.atime.unwrap_or(row.atime);
         row.mtime = c.mtime.unwrap_or(row.mtime);
         row.ctime = now;
-        tx.execute(
+        exec(tx, 
             "UPDATE inodes SET mode = ?2, uid = ?3, gid = ?4, atime_ns = ?5, mtime_ns = ?6, ctime_ns = ?7 WHERE ino = ?1",
             params![ino.0 as i64, row.mode, row.uid, row.gid, row.atime.as_nanos(), row.mtime.as_nanos(), row.ctime.as_nanos()],
-        )
-        .map_err(io)?;
-        tx.commit().map_err(io)?;
+        )?;
         Ok(row)
     }
 

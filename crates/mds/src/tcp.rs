@@ -4,7 +4,7 @@
 //! be trusted to be in step); a body that does not decode gets an error reply with its request
 //! id when the id is readable.
 
-use std::io::Write;
+use std::io::{BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -15,6 +15,8 @@ use tessera_mds_proto::{encode_frame, Frame, FsError, Message};
 use crate::peer::read_frame_body;
 use crate::server::Mds;
 
+/// Bytes read from a connection at a time.
+const READ_BUFFER: usize = 16 * 1024;
 /// Connections served at once; further ones are closed at accept. Bounds threads and memory
 /// (at most one frame buffer each).
 pub const CONNECTIONS_MAX: usize = 1024;
@@ -57,7 +59,9 @@ fn accept_loop(listener: TcpListener, mds: Arc<Mds>) {
 /// Serves one connection until the peer closes it or sends a bad header.
 pub fn serve_connection(mut stream: TcpStream, mds: &Mds) -> Result<(), crate::peer::PeerError> {
     stream.set_nodelay(true)?;
-    while let Some(body) = read_frame_body(&mut stream)? {
+    // Buffered: a small frame's header and body arrive in one read.
+    let mut reader = BufReader::with_capacity(READ_BUFFER, stream.try_clone()?);
+    while let Some(body) = read_frame_body(&mut reader)? {
         let (request_id, result) = match Frame::decode_body(&body) {
             Ok(Frame { request_id, message: Message::Request(request) }) => (request_id, mds.handle(request)),
             Ok(Frame { request_id, message: Message::Reply(_) }) => (request_id, Err(FsError::Protocol)),

@@ -165,14 +165,14 @@ fn restart_keeps_everything() {
 fn unlink_journal_survives_a_failed_remove_and_a_restart() {
     let tmp = tempfile::tempdir().unwrap();
     let (real, _devices) = real_osds(tmp.path(), 2);
-    let flaky = Arc::new(FlakyRemove { inner: real, fail: Default::default() });
+    let flaky = Arc::new(Faulty::new(real));
     let layout = {
         let m = open_single(tmp.path(), flaky.clone(), 2);
         let layout = match create(&m, InodeId::ROOT, "f").unwrap() {
             Reply::Created { layout, .. } => layout,
             other => panic!("{other:?}"),
         };
-        flaky.fail.store(true, std::sync::atomic::Ordering::SeqCst);
+        flaky.fail_remove.store(true, std::sync::atomic::Ordering::SeqCst);
         // The namespace change succeeds; the REMOVEs fail and stay journaled.
         m.handle(Request::Unlink { parent: InodeId::ROOT, name: "f".into() }).unwrap();
         assert_eq!(m.handle(Request::Lookup { parent: InodeId::ROOT, name: "f".into() }), Err(FsError::NotFound));
@@ -186,7 +186,7 @@ fn unlink_journal_survives_a_failed_remove_and_a_restart() {
         layout
         // The MDS "crashes" here (dropped without draining).
     };
-    flaky.fail.store(false, std::sync::atomic::Ordering::SeqCst);
+    flaky.fail_remove.store(false, std::sync::atomic::Ordering::SeqCst);
     let m = open_single(tmp.path(), flaky.clone(), 2);
     assert!(layout.objects.iter().all(|o| flaky.logical_len(*o).is_err()), "restart finished the removals");
     match m.handle(Request::StatFs).unwrap() {
@@ -196,18 +196,32 @@ fn unlink_journal_survives_a_failed_remove_and_a_restart() {
 }
 
 #[test]
-fn failed_object_creation_leaves_nothing_behind() {
+fn an_osd_down_fails_creates_on_it_and_leaks_nothing() {
     let tmp = tempfile::tempdir().unwrap();
-    let (real, _devices) = real_osds(tmp.path(), 2);
-    // The cluster map names 3 OSDs but only 2 exist: the third CREATE fails for real.
-    let objects = Arc::new(real);
+    let (real, _devices) = real_osds(tmp.path(), 3);
+    let objects = Arc::new(Faulty::new(real));
+    objects.down.store(2, std::sync::atomic::Ordering::SeqCst);
     let m = open_single(tmp.path(), objects.clone(), 3);
     let hint = StripeHint { stripe_unit: 4096, stripe_count: 3, start_osd: Some(0) };
-    let r = m.handle(Request::Create { parent: InodeId::ROOT, name: "f".into(), new: NEW, stripe: Some(hint) });
-    assert_eq!(r, Err(FsError::Io));
+    let create = |name: &str| m.handle(Request::Create { parent: InodeId::ROOT, name: name.into(), new: NEW, stripe: Some(hint) });
+    assert_eq!(create("f"), Err(FsError::Io));
     assert_eq!(m.handle(Request::Lookup { parent: InodeId::ROOT, name: "f".into() }), Err(FsError::NotFound));
-    assert_eq!(objects.list(0).unwrap(), Vec::<u64>::new(), "the object made on OSD 0 was removed");
-    assert_eq!(objects.list(1).unwrap(), Vec::<u64>::new());
+    match m.handle(Request::StatFs).unwrap() {
+        Reply::StatFs(s) => assert_eq!((s.files, s.pending_removals), (0, 0), "the unreachable OSD's range waits to be retried"),
+        other => panic!("{other:?}"),
+    }
+    // A file on the OSDs that are up works meanwhile.
+    let two = StripeHint { stripe_unit: 4096, stripe_count: 2, start_osd: Some(0) };
+    attr(m.handle(Request::Create { parent: InodeId::ROOT, name: "g".into(), new: NEW, stripe: Some(two) }));
+    // The OSD comes back (retry_after is zero in these tests): the same range is made, and every
+    // object on every OSD is a file's or precreated.
+    objects.down.store(u32::MAX, std::sync::atomic::Ordering::SeqCst);
+    let f = match create("f").unwrap() {
+        Reply::Created { layout, .. } => layout,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(f.objects[2].object_id, tessera_mds::store::files::object_id(0, 1), "the first range of OSD 2 was retried, not replaced");
+    assert_eq!(m.repair(), Ok(vec![]));
 }
 
 #[test]
@@ -218,8 +232,9 @@ fn repair_reports_orphans() {
     let m = open_single(tmp.path(), objects.clone(), 1);
     let one = StripeHint { stripe_unit: 4096, stripe_count: 1, start_osd: None };
     attr(m.handle(Request::Create { parent: InodeId::ROOT, name: "kept".into(), new: NEW, stripe: Some(one) }));
-    // An object in this server's id range that no file references (e.g. a lost backup).
-    let orphan = ObjectRef { osd: 0, object_id: tessera_mds::store::files::object_id(0, 999) };
+    // An object in this server's id range that no file, range or journal row accounts for
+    // (e.g. a store restored from an old backup); far above any id precreated so far.
+    let orphan = ObjectRef { osd: 0, object_id: tessera_mds::store::files::object_id(0, 1 << 40) };
     objects.create(&[orphan]).unwrap();
     // One outside its range belongs to another server and is not judged here.
     objects.create(&[ObjectRef { osd: 0, object_id: tessera_mds::store::files::object_id(1, 5) }]).unwrap();

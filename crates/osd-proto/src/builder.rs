@@ -74,6 +74,8 @@ enum Piece<'a> {
 pub struct EncodedRequest<'a> {
     pub cdb: [u8; CDB_LEN],
     pieces: Vec<Piece<'a>>,
+    /// `pieces[0]` is the continuation segment.
+    has_continuation: bool,
     pub placement: ReplyPlacement,
     /// Expected Data-In length to announce to the transport.
     pub data_in_len: u32,
@@ -99,6 +101,20 @@ impl<'a> EncodedRequest<'a> {
     /// Data-Out in one buffer (tests and fuzzing; transports use [`Self::data_out`]).
     pub fn data_out_vec(&self) -> Vec<u8> {
         self.data_out().concat()
+    }
+
+    /// The continuation segment, for a signer to fill its integrity check value.
+    pub fn continuation_mut(&mut self) -> Option<&mut [u8]> {
+        match self.pieces.first_mut() {
+            Some(Piece::Owned(segment)) if self.has_continuation => Some(segment.as_mut_slice()),
+            _ => None,
+        }
+    }
+
+    /// Appends bytes after everything else in Data-Out (a signer's Data-Out integrity check
+    /// value; the caller put its offset in the CDB).
+    pub fn push_data_out(&mut self, bytes: Vec<u8>) {
+        self.pieces.push(Piece::Owned(bytes));
     }
 }
 
@@ -196,6 +212,7 @@ impl<'a> OsdRequestBuilder<'a> {
 
         let mut pieces = Vec::new();
         let mut at = 0u64;
+        let mut has_continuation = false;
         if let Some(desc) = fields.descriptor {
             let seg = continuation::encode_continuation(sa.code(), &self.continuation_icv, std::slice::from_ref(&desc));
             if !seg.is_empty() {
@@ -207,6 +224,7 @@ impl<'a> OsdRequestBuilder<'a> {
                 put_u32(&mut cdb, cdb::CONTINUATION_LEN, seg.len() as u32);
                 at += seg.len() as u64;
                 pieces.push(Piece::Owned(seg));
+                has_continuation = true;
             }
         }
         match fields.data {
@@ -233,7 +251,7 @@ impl<'a> OsdRequestBuilder<'a> {
         self.security.encode(&mut cdb);
         let placement = ReplyPlacement { data_len_max: fields.data_in_max, retrieved };
         let data_in_len = u32::try_from(placement.data_in_len()).map_err(|_| BuildError::TransferTooLarge)?;
-        Ok(EncodedRequest { cdb, pieces, placement, data_in_len })
+        Ok(EncodedRequest { cdb, pieces, has_continuation, placement, data_in_len })
     }
 
     /// Places `bytes` at the first encodable offset >= `*at`, padding as needed; returns the

@@ -1,16 +1,19 @@
-//! Regular files: creation in two transactions around the OSD step, unlink, layouts, default
-//! striping, and the pending-removal journal the two share.
+//! Regular files: create (objects taken from the precreated pool, so one step with no OSD
+//! call), unlink, layouts, default striping, and the pending-removal journal.
 //!
 //! Object ids: `((server + 1) << 48) | seq`, with `seq` counted per OSD from 1. The server in
 //! the high bits keeps several metadata servers from ever picking the same id on one OSD without
 //! talking to each other, and every id stays far above OSD-2's reserved range below 0x10000.
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use std::collections::HashSet;
+
+use rusqlite::{params, Connection};
 use tessera_layout::StripeLayout;
 use tessera_mds_proto::request::NewInode;
 use tessera_mds_proto::{FileLayout, FileType, FsError, InodeId, ObjectRef, StripeHint, Timespec};
 
-use super::{insert_inode, io, load_inode, new_row, Store};
+use super::precreate::{has_precreated, take_precreated, ObjectSeq, Range};
+use super::{exec, insert_inode, io, load_inode, new_row, query_opt, InodeRow, Store};
 
 /// Bits of an object id that hold the per-OSD sequence.
 pub const OBJECT_SEQ_BITS: u32 = 48;
@@ -27,30 +30,48 @@ pub fn object_server(object_id: u64) -> Option<u32> {
     (object_id >> OBJECT_SEQ_BITS).checked_sub(1).map(|s| s as u32)
 }
 
-/// A file whose ids are allocated and journaled, waiting for its objects to exist.
+/// The per-OSD sequence inside an object id.
+pub fn object_seq(object_id: u64) -> u64 {
+    object_id & ((1 << OBJECT_SEQ_BITS) - 1)
+}
+
+/// The server's striping: the default for directories without their own, over how many OSDs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StripePolicy {
+    pub default: StripeHint,
+    pub osd_count: u32,
+}
+
+/// A created file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PendingFile {
-    pub ino: InodeId,
+pub struct NewFile {
+    pub row: InodeRow,
     pub layout: FileLayout,
 }
 
+/// What a create step did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Create {
+    Made(NewFile),
+    /// Nothing changed: these OSDs have no precreated object ready. Refill, then try again.
+    PoolEmpty(Vec<u32>),
+}
+
 pub(crate) fn dir_stripe(conn: &Connection, dir: InodeId) -> Result<Option<StripeHint>, FsError> {
-    conn.query_row("SELECT stripe_unit, stripe_count, start_osd FROM dir_stripe WHERE dir = ?1", [dir.0 as i64], |r| {
+    query_opt(conn, "SELECT stripe_unit, stripe_count, start_osd FROM dir_stripe WHERE dir = ?1", [dir.0 as i64], |r| {
         Ok(StripeHint { stripe_unit: r.get::<_, i64>(0)? as u64, stripe_count: r.get(1)?, start_osd: r.get(2)? })
     })
-    .optional()
-    .map_err(io)
 }
 
 pub(crate) fn put_dir_stripe(tx: &Connection, dir: InodeId, hint: Option<StripeHint>) -> Result<(), FsError> {
     match hint {
-        Some(h) => tx.execute(
+        Some(h) => exec(
+            tx,
             "INSERT OR REPLACE INTO dir_stripe (dir, stripe_unit, stripe_count, start_osd) VALUES (?1, ?2, ?3, ?4)",
             params![dir.0 as i64, h.stripe_unit as i64, h.stripe_count, h.start_osd],
-        ),
-        None => tx.execute("DELETE FROM dir_stripe WHERE dir = ?1", [dir.0 as i64]),
-    }
-    .map_err(io)?;
+        )?,
+        None => exec(tx, "DELETE FROM dir_stripe WHERE dir = ?1", [dir.0 as i64])?,
+    };
     Ok(())
 }
 
@@ -73,10 +94,9 @@ pub fn resolve(hint: &StripeHint, osd_count: u32, spread: u64) -> Result<(Stripe
     Ok((layout, start))
 }
 
-fn journal_add(tx: &Transaction, objects: &[ObjectRef]) -> Result<(), FsError> {
+pub(crate) fn journal_add(tx: &Connection, objects: &[ObjectRef]) -> Result<(), FsError> {
     for o in objects {
-        tx.execute("INSERT OR IGNORE INTO pending_removal (osd, object_id) VALUES (?1, ?2)", params![o.osd, o.object_id as i64])
-            .map_err(io)?;
+        exec(tx, "INSERT OR IGNORE INTO pending_removal (osd, object_id) VALUES (?1, ?2)", params![o.osd, o.object_id as i64])?;
     }
     Ok(())
 }
@@ -90,106 +110,125 @@ fn load_objects(conn: &Connection, ino: InodeId) -> Result<Vec<ObjectRef>, FsErr
 }
 
 /// Deletes a regular file's inode and object rows, journaling its objects; returns them.
-pub(crate) fn drop_file(tx: &Transaction, ino: InodeId) -> Result<Vec<ObjectRef>, FsError> {
+pub(crate) fn drop_file(tx: &Connection, ino: InodeId) -> Result<Vec<ObjectRef>, FsError> {
     let objects = load_objects(tx, ino)?;
     journal_add(tx, &objects)?;
-    tx.execute("DELETE FROM file_objects WHERE ino = ?1", [ino.0 as i64]).map_err(io)?;
-    tx.execute("DELETE FROM inodes WHERE ino = ?1", [ino.0 as i64]).map_err(io)?;
+    exec(tx, "DELETE FROM file_objects WHERE ino = ?1", [ino.0 as i64])?;
+    exec(tx, "DELETE FROM inodes WHERE ino = ?1", [ino.0 as i64])?;
     Ok(objects)
 }
 
 impl Store {
-    /// Step 1 of create: checks the name, allocates the inode and one object id per slot, and
-    /// journals the objects (so a crash before step 3 removes them on restart).
-    pub fn begin_create(&mut self, parent: InodeId, name: &str, hint: Option<StripeHint>, default: &StripeHint, osd_count: u32) -> Result<PendingFile, FsError> {
-        let tx = self.conn.unchecked_transaction().map_err(io)?;
-        self.check_free(&tx, parent, name)?;
-        let hint = match hint {
-            Some(h) => h,
-            None => dir_stripe(&tx, parent)?.unwrap_or(*default),
-        };
-        let ino = self.alloc_inode(&tx)?;
-        let (stripe, start) = resolve(&hint, osd_count, ino.local())?;
-        let mut objects = Vec::with_capacity(stripe.stripe_count() as usize);
-        for slot in 0..stripe.stripe_count() {
-            let osd = (start + slot) % osd_count;
-            let seq: i64 = tx
-                .query_row(
-                    "INSERT INTO osd_alloc (osd, next_seq) VALUES (?1, 2)
-                     ON CONFLICT (osd) DO UPDATE SET next_seq = next_seq + 1 RETURNING next_seq - 1",
-                    [osd],
-                    |r| r.get(0),
-                )
-                .map_err(io)?;
-            if seq as u64 >= 1 << OBJECT_SEQ_BITS {
-                return Err(FsError::NoSpace);
+    /// create: checks the name, takes one precreated object per slot, and writes the inode, its
+    /// entry and its object list. The objects already exist on their OSDs and were accounted
+    /// for by their precreated range, so nothing is journaled and no OSD is called. If a slot's
+    /// OSD has no object ready, nothing changes and the answer names the empty pools.
+    pub fn create_file(
+        &mut self,
+        parent: InodeId,
+        name: &str,
+        new: &NewInode,
+        hint: Option<StripeHint>,
+        policy: &StripePolicy,
+        now: Timespec,
+    ) -> Result<Create, FsError> {
+        let tx = &self.conn;
+        let osd_count = policy.osd_count;
+        super::check_name(name)?;
+        self.check_local(parent)?;
+        // The parent's type and default striping in one lookup.
+        let (kind, dir_hint) = query_opt(
+            tx,
+            "SELECT i.kind, d.stripe_unit, d.stripe_count, d.start_osd FROM inodes i LEFT JOIN dir_stripe d ON d.dir = i.ino WHERE i.ino = ?1",
+            [parent.0 as i64],
+            |r| {
+                let hint = match r.get::<_, Option<i64>>(1)? {
+                    Some(unit) => Some(StripeHint { stripe_unit: unit as u64, stripe_count: r.get(2)?, start_osd: r.get(3)? }),
+                    None => None,
+                };
+                Ok((r.get::<_, i64>(0)?, hint))
+            },
+        )?
+        .ok_or(FsError::Stale)?;
+        if super::kind_of(kind) != FileType::Directory {
+            return Err(FsError::NotDir);
+        }
+        if Self::entry(tx, parent, name)?.is_some() {
+            return Err(FsError::Exists);
+        }
+        let hint = hint.or(dir_hint).unwrap_or(policy.default);
+        let next = self.next_inode(tx)?;
+        let (stripe, start) = resolve(&hint, osd_count, next)?;
+        let osds: Vec<u32> = (0..stripe.stripe_count()).map(|slot| (start + slot) % osd_count).collect();
+        // Nothing is written until every slot's pool is known to hold an object: checked for
+        // the others, found by taking for the first.
+        let mut empty = Vec::new();
+        for &osd in &osds[1..] {
+            if !has_precreated(tx, osd)? {
+                empty.push(osd);
             }
-            objects.push(ObjectRef { osd, object_id: object_id(self.server, seq as u64) });
         }
-        journal_add(&tx, &objects)?;
-        tx.commit().map_err(io)?;
-        Ok(PendingFile { ino, layout: FileLayout { stripe, objects } })
-    }
-
-    /// Step 3 of create (after the objects exist): the inode, its entry and its object list,
-    /// and the objects leave the journal. If the name was taken meanwhile, nothing changes and
-    /// the objects stay journaled for the caller to remove.
-    pub fn commit_create(&mut self, parent: InodeId, name: &str, new: &NewInode, file: &PendingFile, now: Timespec) -> Result<super::InodeRow, FsError> {
-        let tx = self.conn.unchecked_transaction().map_err(io)?;
-        self.check_free(&tx, parent, name)?;
-        let row = new_row(file.ino, FileType::Regular, new, InodeId(0), now);
-        insert_inode(&tx, &row, Some(file.layout.stripe.stripe_unit()))?;
-        Self::add_entry(&tx, parent, name, file.ino, FileType::Regular, now)?;
-        for (slot, o) in file.layout.objects.iter().enumerate() {
-            tx.execute(
+        let first = if empty.is_empty() { take_precreated(tx, osds[0])? } else { None };
+        let Some(first) = first else {
+            empty.insert(0, osds[0]);
+            return Ok(Create::PoolEmpty(empty));
+        };
+        let ino = self.claim_inode(tx, next)?;
+        let row = new_row(ino, FileType::Regular, new, InodeId(0), now);
+        insert_inode(tx, &row, Some(stripe.stripe_unit()))?;
+        Self::add_entry(tx, parent, name, ino, FileType::Regular, now)?;
+        let mut objects = Vec::with_capacity(osds.len());
+        for (slot, &osd) in osds.iter().enumerate() {
+            let ObjectSeq(seq) = if slot == 0 { first } else { take_precreated(tx, osd)?.ok_or(FsError::Io)? };
+            let o = ObjectRef { osd, object_id: object_id(self.server, seq) };
+            exec(
+                tx,
                 "INSERT INTO file_objects (ino, slot, osd, object_id) VALUES (?1, ?2, ?3, ?4)",
-                params![file.ino.0 as i64, slot as i64, o.osd, o.object_id as i64],
-            )
-            .map_err(io)?;
-            tx.execute("DELETE FROM pending_removal WHERE osd = ?1 AND object_id = ?2", params![o.osd, o.object_id as i64]).map_err(io)?;
+                params![ino.0 as i64, slot as i64, o.osd, o.object_id as i64],
+            )?;
+            objects.push(o);
         }
-        tx.commit().map_err(io)?;
-        Ok(row)
+        Ok(Create::Made(NewFile { row, layout: FileLayout { stripe, objects } }))
     }
 
     /// unlink of a non-directory: entry, inode and object rows go, the objects are journaled
     /// and returned for the caller to remove from the OSDs.
     pub fn unlink(&mut self, parent: InodeId, name: &str, now: Timespec) -> Result<Vec<ObjectRef>, FsError> {
-        let tx = self.conn.unchecked_transaction().map_err(io)?;
-        self.load_dir(&tx, parent)?;
-        let entry = Self::entry(&tx, parent, name)?.ok_or(FsError::NotFound)?;
+        let tx = &self.conn;
+        self.load_dir(tx, parent)?;
+        let entry = Self::entry(tx, parent, name)?.ok_or(FsError::NotFound)?;
         if entry.kind == FileType::Directory {
             return Err(FsError::IsDir);
         }
         // Files and symlinks always live on their directory's server.
         assert_eq!(entry.ino.server(), self.server, "non-directory {entry:?} homed away from its directory");
-        let objects = drop_file(&tx, entry.ino)?;
-        tx.execute("DELETE FROM dentries WHERE dir = ?1 AND name = ?2", params![parent.0 as i64, name]).map_err(io)?;
-        Self::touch_dir(&tx, parent, now)?;
-        tx.commit().map_err(io)?;
+        let objects = drop_file(tx, entry.ino)?;
+        exec(tx, "DELETE FROM dentries WHERE dir = ?1 AND name = ?2", params![parent.0 as i64, name])?;
+        Self::touch_dir(tx, parent, now)?;
         Ok(objects)
     }
 
     /// A regular file's layout.
     pub fn layout(&self, ino: InodeId) -> Result<FileLayout, FsError> {
-        let row = self.inode(ino)?;
-        match row.kind {
+        self.check_local(ino)?;
+        let (kind, unit) = query_opt(&self.conn, "SELECT kind, stripe_unit FROM inodes WHERE ino = ?1", [ino.0 as i64], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))
+        })?
+        .ok_or(FsError::Stale)?;
+        match super::kind_of(kind) {
             FileType::Regular => {}
             FileType::Directory => return Err(FsError::IsDir),
             FileType::Symlink => return Err(FsError::Invalid),
         }
-        let unit: i64 = self.conn.query_row("SELECT stripe_unit FROM inodes WHERE ino = ?1", [ino.0 as i64], |r| r.get(0)).map_err(io)?;
         let objects = load_objects(&self.conn, ino)?;
-        let stripe = StripeLayout::new(unit as u64, objects.len() as u32).map_err(|_| FsError::Io)?;
+        let stripe = StripeLayout::new(unit.ok_or(FsError::Io)? as u64, objects.len() as u32).map_err(|_| FsError::Io)?;
         Ok(FileLayout { stripe, objects })
     }
 
     /// Marks a truncate: mtime and ctime move (the lengths live on the objects).
     pub fn touch_file(&mut self, ino: InodeId, now: Timespec) -> Result<super::InodeRow, FsError> {
         self.check_local(ino)?;
-        self.conn
-            .execute("UPDATE inodes SET mtime_ns = ?2, ctime_ns = ?2 WHERE ino = ?1", params![ino.0 as i64, now.as_nanos()])
-            .map_err(io)?;
+        exec(&self.conn, "UPDATE inodes SET mtime_ns = ?2, ctime_ns = ?2 WHERE ino = ?1", params![ino.0 as i64, now.as_nanos()])?;
         load_inode(&self.conn, ino)
     }
 
@@ -212,25 +251,40 @@ impl Store {
         rows.collect::<Result<Vec<_>, _>>().map_err(io)
     }
 
-    /// An object is gone from its OSD: it leaves the journal.
-    pub fn clear_pending(&mut self, o: ObjectRef) -> Result<(), FsError> {
-        self.conn
-            .execute("DELETE FROM pending_removal WHERE osd = ?1 AND object_id = ?2", params![o.osd, o.object_id as i64])
-            .map_err(io)?;
+    /// Objects gone from their OSDs leave the journal.
+    pub fn clear_pending(&mut self, done: &[ObjectRef]) -> Result<(), FsError> {
+        for o in done {
+            exec(&self.conn, "DELETE FROM pending_removal WHERE osd = ?1 AND object_id = ?2", params![o.osd, o.object_id as i64])?;
+        }
         Ok(())
     }
 
-    /// Whether an object id on `osd` is accounted for: a file's object or journaled.
-    pub fn knows_object(&self, o: ObjectRef) -> Result<bool, FsError> {
-        let n: i64 = self
-            .conn
-            .query_row(
-                "SELECT (SELECT COUNT(*) FROM file_objects WHERE osd = ?1 AND object_id = ?2)
-                      + (SELECT COUNT(*) FROM pending_removal WHERE osd = ?1 AND object_id = ?2)",
-                params![o.osd, o.object_id as i64],
-                |r| r.get(0),
-            )
-            .map_err(io)?;
-        Ok(n > 0)
+    /// Everything that accounts for an object this server allocated, for repair.
+    pub fn accounting(&self) -> Result<Accounting, FsError> {
+        let refs = |sql: &str| -> Result<HashSet<ObjectRef>, FsError> {
+            let mut stmt = self.conn.prepare_cached(sql).map_err(io)?;
+            let rows = stmt.query_map([], |r| Ok(ObjectRef { osd: r.get(0)?, object_id: r.get::<_, i64>(1)? as u64 })).map_err(io)?;
+            rows.collect::<Result<_, _>>().map_err(io)
+        };
+        Ok(Accounting {
+            files: refs("SELECT osd, object_id FROM file_objects")?,
+            journal: refs("SELECT osd, object_id FROM pending_removal")?,
+            ranges: self.precreated_ranges()?,
+        })
+    }
+}
+
+/// What accounts for this server's objects: files, the removal journal, precreated ranges.
+pub struct Accounting {
+    files: HashSet<ObjectRef>,
+    journal: HashSet<ObjectRef>,
+    ranges: Vec<Range>,
+}
+
+impl Accounting {
+    /// Whether `o` is a file's object, journaled, or in a precreated range.
+    pub fn knows(&self, o: ObjectRef) -> bool {
+        let seq = object_seq(o.object_id);
+        self.files.contains(&o) || self.journal.contains(&o) || self.ranges.iter().any(|r| r.osd == o.osd && r.holds(seq))
     }
 }

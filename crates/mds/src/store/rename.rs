@@ -5,7 +5,7 @@
 use rusqlite::params;
 use tessera_mds_proto::{FileType, FsError, InodeId, ObjectRef, Timespec};
 
-use super::{check_name, files, io, Store};
+use super::{check_name, exec, files, Store};
 
 impl Store {
     /// Moves `src_parent/src_name` to `dst_parent/dst_name`. `dst_ancestors` are the
@@ -23,11 +23,11 @@ impl Store {
     ) -> Result<Vec<ObjectRef>, FsError> {
         check_name(src_name)?;
         check_name(dst_name)?;
-        let tx = self.conn.unchecked_transaction().map_err(io)?;
-        self.load_dir(&tx, src_parent)?;
-        self.load_dir(&tx, dst_parent)?;
-        let src = Self::entry(&tx, src_parent, src_name)?.ok_or(FsError::NotFound)?;
-        let dst = Self::entry(&tx, dst_parent, dst_name)?;
+        let tx = &self.conn;
+        self.load_dir(tx, src_parent)?;
+        self.load_dir(tx, dst_parent)?;
+        let src = Self::entry(tx, src_parent, src_name)?.ok_or(FsError::NotFound)?;
+        let dst = Self::entry(tx, dst_parent, dst_name)?;
         if dst.as_ref().is_some_and(|d| d.ino == src.ino) {
             return Ok(Vec::new()); // same file: POSIX says do nothing
         }
@@ -48,21 +48,20 @@ impl Store {
                 (true, false) => return Err(FsError::NotDir),
                 (false, true) => return Err(FsError::IsDir),
                 (true, true) if d.ino.server() != self.server => return Err(FsError::CrossServer),
-                (true, true) => Self::delete_dir_inode(&tx, d.ino)?,
-                (false, false) => replaced = files::drop_file(&tx, d.ino)?,
+                (true, true) => Self::delete_dir_inode(tx, d.ino)?,
+                (false, false) => replaced = files::drop_file(tx, d.ino)?,
             }
-            tx.execute("DELETE FROM dentries WHERE dir = ?1 AND name = ?2", params![dst_parent.0 as i64, dst_name]).map_err(io)?;
+            exec(tx, "DELETE FROM dentries WHERE dir = ?1 AND name = ?2", params![dst_parent.0 as i64, dst_name])?;
         }
-        tx.execute("DELETE FROM dentries WHERE dir = ?1 AND name = ?2", params![src_parent.0 as i64, src_name]).map_err(io)?;
-        Self::add_entry(&tx, dst_parent, dst_name, src.ino, src.kind, now)?;
-        Self::touch_dir(&tx, src_parent, now)?;
+        exec(tx, "DELETE FROM dentries WHERE dir = ?1 AND name = ?2", params![src_parent.0 as i64, src_name])?;
+        Self::add_entry(tx, dst_parent, dst_name, src.ino, src.kind, now)?;
+        Self::touch_dir(tx, src_parent, now)?;
         if src.ino.server() == self.server {
-            tx.execute("UPDATE inodes SET ctime_ns = ?2 WHERE ino = ?1", params![src.ino.0 as i64, now.as_nanos()]).map_err(io)?;
+            exec(tx, "UPDATE inodes SET ctime_ns = ?2 WHERE ino = ?1", params![src.ino.0 as i64, now.as_nanos()])?;
             if is_dir {
-                tx.execute("UPDATE inodes SET parent = ?2 WHERE ino = ?1", params![src.ino.0 as i64, dst_parent.0 as i64]).map_err(io)?;
+                exec(tx, "UPDATE inodes SET parent = ?2 WHERE ino = ?1", params![src.ino.0 as i64, dst_parent.0 as i64])?;
             }
         }
-        tx.commit().map_err(io)?;
         Ok(replaced)
     }
 }

@@ -5,12 +5,12 @@
 #![allow(dead_code)]
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use tessera_engine::{Engine, EngineConfig};
 use tessera_initiator::osd_client::OsdClient;
-use tessera_mds::{DataObjects, Mds, MdsConfig, ObjectsError, OsdObjects};
+use tessera_mds::{DataObjects, Mds, MdsConfig, ObjectsError, OsdObjects, PrecreateConfig};
 use tessera_mds_proto::{ClusterMap, ObjectRef, OsdInfo, StripeHint};
 use tessera_scsi::DirectTransport;
 use tessera_target::osd_lu::OsdCommandSet;
@@ -45,37 +45,71 @@ pub fn cluster(servers: Vec<String>, osds: u32) -> ClusterMap {
 }
 
 pub fn config(server_index: u32, cluster: ClusterMap) -> MdsConfig {
-    MdsConfig { server_index, cluster, default_stripe: StripeHint { stripe_unit: 64 * 1024, stripe_count: 2, start_osd: None } }
+    MdsConfig {
+        server_index,
+        cluster,
+        default_stripe: StripeHint { stripe_unit: 64 * 1024, stripe_count: 2, start_osd: None },
+        precreate: PrecreateConfig { retry_after: std::time::Duration::ZERO, ..PrecreateConfig::default() },
+    }
 }
 
 pub fn open_single(dir: &Path, objects: Arc<dyn DataObjects>, osds: u32) -> Mds {
     Mds::open(&dir.join("mds.db"), config(0, cluster(vec!["unused".into()], osds)), objects).unwrap()
 }
 
-/// Real OSDs whose REMOVE can be made to fail on demand: the one failure a real node cannot
-/// be asked to produce (a node down mid-unlink).
-pub struct FlakyRemove {
+/// Real OSDs with the failures a real node cannot be asked to produce: REMOVE failing (a node
+/// down mid-unlink), one OSD unreachable, or a CREATE that runs but whose answer is lost.
+pub struct Faulty {
     pub inner: Real,
-    pub fail: AtomicBool,
+    pub fail_remove: AtomicBool,
+    /// The index of an unreachable OSD; `u32::MAX` for none.
+    pub down: AtomicU32,
+    pub lose_create_answer: AtomicBool,
 }
 
-impl DataObjects for FlakyRemove {
+impl Faulty {
+    pub fn new(inner: Real) -> Faulty {
+        Faulty { inner, fail_remove: AtomicBool::new(false), down: AtomicU32::new(u32::MAX), lose_create_answer: AtomicBool::new(false) }
+    }
+
+    fn reach(&self, osd: u32) -> Result<(), ObjectsError> {
+        if self.down.load(Ordering::SeqCst) == osd {
+            return Err(ObjectsError::Unavailable { osd });
+        }
+        Ok(())
+    }
+}
+
+impl DataObjects for Faulty {
     fn create(&self, objects: &[ObjectRef]) -> Result<(), ObjectsError> {
+        objects.iter().try_for_each(|o| self.reach(o.osd))?;
         self.inner.create(objects)
     }
+    fn create_range(&self, osd: u32, first: u64, count: u16) -> Result<(), ObjectsError> {
+        self.reach(osd)?;
+        self.inner.create_range(osd, first, count)?;
+        if self.lose_create_answer.load(Ordering::SeqCst) {
+            return Err(ObjectsError::Unavailable { osd });
+        }
+        Ok(())
+    }
     fn remove(&self, object: ObjectRef) -> Result<(), ObjectsError> {
-        if self.fail.load(Ordering::SeqCst) {
+        self.reach(object.osd)?;
+        if self.fail_remove.load(Ordering::SeqCst) {
             return Err(ObjectsError::Unavailable { osd: object.osd });
         }
         self.inner.remove(object)
     }
     fn logical_len(&self, object: ObjectRef) -> Result<u64, ObjectsError> {
+        self.reach(object.osd)?;
         self.inner.logical_len(object)
     }
     fn set_logical_len(&self, object: ObjectRef, len: u64) -> Result<(), ObjectsError> {
+        self.reach(object.osd)?;
         self.inner.set_logical_len(object, len)
     }
     fn list(&self, osd: u32) -> Result<Vec<u64>, ObjectsError> {
+        self.reach(osd)?;
         self.inner.list(osd)
     }
 }

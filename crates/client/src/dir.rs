@@ -1,0 +1,82 @@
+//! [`Dir`]: an open directory, for the `*at()` family (openat, fstatat, unlinkat, mkdirat).
+//! The directory was resolved once; each call on it is one request to the directory's home
+//! server, with no walk from the root. That is what a kernel or FUSE client does with a warm
+//! dentry cache, and it stays correct when the directory is renamed meanwhile, because the
+//! handle names the inode, not the path.
+
+use std::sync::Arc;
+
+use tessera_mds_proto::{Attr, InodeId, Request, StripeHint};
+
+use crate::client::Inner;
+use crate::error::ClientError;
+use crate::file::File;
+use crate::path::check_name;
+
+/// An open directory. Cheap to clone; `Send + Sync`.
+#[derive(Clone)]
+pub struct Dir {
+    inner: Arc<Inner>,
+    path: String,
+    ino: InodeId,
+}
+
+impl std::fmt::Debug for Dir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dir").field("path", &self.path).field("ino", &self.ino).finish()
+    }
+}
+
+impl Dir {
+    pub(crate) fn new(inner: Arc<Inner>, path: &str, ino: InodeId) -> Dir {
+        Dir { inner, path: path.to_string(), ino }
+    }
+
+    pub fn ino(&self) -> InodeId {
+        self.ino
+    }
+
+    /// The path the directory was opened by (labels errors; the directory may since have moved).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// `dir/name` for error messages.
+    fn label(&self, name: &str) -> String {
+        format!("{}/{name}", self.path.trim_end_matches('/'))
+    }
+
+    /// Checks `name` is one component, as [`crate::Client`]'s path calls do.
+    fn checked<'n>(&self, op: &'static str, name: &'n str) -> Result<&'n str, ClientError> {
+        check_name(op, &self.label(name), name)?;
+        Ok(name)
+    }
+
+    /// openat(O_CREAT | O_EXCL): creates a regular file in this directory and opens it.
+    pub fn create(&self, name: &str, mode: u32, stripe: Option<StripeHint>) -> Result<File, ClientError> {
+        let name = self.checked("create", name)?;
+        self.inner.create_in(self.ino, name, &self.label(name), mode, stripe)
+    }
+
+    /// fstatat(AT_SYMLINK_NOFOLLOW): attributes of the entry `name`; a file's size comes from
+    /// its objects.
+    pub fn stat(&self, name: &str) -> Result<Attr, ClientError> {
+        let name = self.checked("stat", name)?;
+        let request = Request::Lookup { parent: self.ino, name: name.to_string() };
+        self.inner.attr_of(self.ino, "stat", &self.label(name), request)
+    }
+
+    /// unlinkat: removes a non-directory entry.
+    pub fn unlink(&self, name: &str) -> Result<(), ClientError> {
+        let name = self.checked("unlink", name)?;
+        let request = Request::Unlink { parent: self.ino, name: name.to_string() };
+        self.inner.done(self.ino, "unlink", &self.label(name), request)
+    }
+
+    /// mkdirat.
+    pub fn mkdir(&self, name: &str, mode: u32) -> Result<Attr, ClientError> {
+        let name = self.checked("mkdir", name)?;
+        let request = Request::Mkdir { parent: self.ino, name: name.to_string(), new: self.inner.new_inode(mode) };
+        self.inner.attr_of(self.ino, "mkdir", &self.label(name), request)
+    }
+}

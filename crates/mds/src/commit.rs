@@ -1,0 +1,364 @@
+//! Group commit with the flush outside the writer: many requests share one COMMIT and one
+//! fdatasync of the WAL, the next requests' steps run while it flushes, and no request is
+//! answered before its step is on disk.
+//!
+//! - Steps run on their callers' threads, one at a time under the writer lock, each in a
+//!   SAVEPOINT of the open transaction (one is begun when none is open), so a failing step rolls
+//!   back only itself. A step does not commit: it joins the open group and waits for it to be
+//!   durable.
+//! - Whoever needs a group durable and finds no flush running becomes the flusher: it commits
+//!   the open group (with `synchronous=NORMAL`, COMMIT appends the frames to the WAL without
+//!   syncing), releases the writer, syncs the WAL (fdatasync), and wakes everyone. Steps that
+//!   arrive meanwhile form the next group. So a group is every step since the last flush began,
+//!   pages several steps touch (the directory, the inode table's last leaf, the allocators)
+//!   are written once per group, and the disk's flush overlaps the next group's work.
+//! - SQLite's recovery keeps every transaction whose frames reached the WAL intact (frames are
+//!   checksummed in a chain), so a group committed before a completed flush survives a crash.
+//!   Checkpoints (run by SQLite inside a COMMIT) sync the WAL and the database themselves.
+//! - Readers see a group as soon as it is committed, before it is flushed; so a read waits,
+//!   before answering, until every group that had begun committing when it ended is durable
+//!   ([`GroupCommit::wait_visible_durable`]). Nothing answered is ever taken back by a crash.
+//! - A failed step still waits for its group: it may have judged by another step of the group
+//!   (EEXIST from a name created in it) and must not answer by state a failure takes back.
+//! - A failed fdatasync leaves the WAL's state on disk unknown: every later write is refused
+//!   with EIO until the server restarts and SQLite recovers from what is on disk.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+
+use tessera_mds_proto::FsError;
+
+use crate::store::{exec, Store};
+
+/// Failed groups remembered for waiters that have not woken yet.
+const FAILED_KEPT: usize = 64;
+
+struct Writer {
+    store: Store,
+    /// The group whose transaction is open.
+    open: Option<u64>,
+    last_group: u64,
+}
+
+struct Flush {
+    /// Every group up to this one has been committed (or failed to).
+    committed: u64,
+    /// Every group up to this one is on disk.
+    durable: u64,
+    flushing: bool,
+    failed: VecDeque<u64>,
+}
+
+/// The writer connection of one store, with group commit.
+pub struct GroupCommit {
+    writer: Mutex<Writer>,
+    /// The WAL file, flushed outside the writer lock.
+    wal: File,
+    /// The last group whose COMMIT has begun: a reader may have seen it.
+    begun: AtomicU64,
+    broken: AtomicBool,
+    flush: Mutex<Flush>,
+    changed: Condvar,
+    /// Counters for tests and statistics: steps run, groups committed, WAL flushes done.
+    steps: AtomicU64,
+    commits: AtomicU64,
+    flushes: AtomicU64,
+}
+
+impl GroupCommit {
+    /// `store` is the writer connection (with `synchronous=NORMAL`), `wal` its open WAL file.
+    pub fn new(store: Store, wal: File) -> GroupCommit {
+        GroupCommit {
+            writer: Mutex::new(Writer { store, open: None, last_group: 0 }),
+            wal,
+            begun: AtomicU64::new(0),
+            broken: AtomicBool::new(false),
+            flush: Mutex::new(Flush { committed: 0, durable: 0, flushing: false, failed: VecDeque::new() }),
+            changed: Condvar::new(),
+            steps: AtomicU64::new(0),
+            commits: AtomicU64::new(0),
+            flushes: AtomicU64::new(0),
+        }
+    }
+
+    /// Runs `step` atomically and returns its result once the step is durable.
+    pub fn write<R>(&self, step: impl FnOnce(&mut Store) -> Result<R, FsError>) -> Result<R, FsError> {
+        let (group, result) = self.run_step(step)?;
+        self.wait_durable(group)?;
+        result
+    }
+
+    /// Runs `step` atomically and returns once it is committed, without waiting for the
+    /// flush: only for steps whose loss in a crash is harmless (it leaves a state that start-up
+    /// repairs, such as a journal row for an object already removed). Durability follows
+    /// commit order, so any later durable step makes this one durable too.
+    pub fn write_relaxed<R>(&self, step: impl FnOnce(&mut Store) -> Result<R, FsError>) -> Result<R, FsError> {
+        let (group, result) = self.run_step(step)?;
+        {
+            let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+            if w.open == Some(group) {
+                self.commit_open(&mut w);
+            }
+        }
+        self.check_committed(group)?;
+        result
+    }
+
+    /// Waits until every group that may be visible to a read that has just ended is durable.
+    pub fn wait_visible_durable(&self) -> Result<(), FsError> {
+        self.wait_durable(self.begun.load(Ordering::SeqCst))
+    }
+
+    /// Copies the WAL into the database on `conn` (another connection to the store): a
+    /// PASSIVE pass without holding anything, then one holding the writer, which only has the
+    /// frames committed meanwhile to copy and so completes; the next group then restarts the
+    /// WAL from its start. Returns the frames the WAL held.
+    pub fn checkpoint(&self, conn: &rusqlite::Connection) -> rusqlite::Result<i64> {
+        let passive = |c: &rusqlite::Connection| c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1));
+        passive(conn)?;
+        let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        passive(conn)
+    }
+
+    /// (steps run, groups committed, WAL flushes done) since start.
+    pub fn counters(&self) -> (u64, u64, u64) {
+        (self.steps.load(Ordering::Relaxed), self.commits.load(Ordering::Relaxed), self.flushes.load(Ordering::Relaxed))
+    }
+
+    /// Runs `step` in the open group (opening one if needed); returns the group and the
+    /// step's result. Nothing is committed yet.
+    fn run_step<R>(&self, step: impl FnOnce(&mut Store) -> Result<R, FsError>) -> Result<(u64, Result<R, FsError>), FsError> {
+        if self.broken.load(Ordering::SeqCst) {
+            return Err(FsError::Io);
+        }
+        // Poisoning: a step panicked; its savepoint was rolled back, so carrying on is safe.
+        let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let group = match w.open {
+            Some(group) => group,
+            None => {
+                exec(w.store.conn(), "BEGIN IMMEDIATE", [])?;
+                w.last_group += 1;
+                w.open = Some(w.last_group);
+                w.last_group
+            }
+        };
+        self.steps.fetch_add(1, Ordering::Relaxed);
+        let outcome = in_savepoint(&mut w.store, step);
+        drop(w);
+        // A panicking step leaves its group to the next flush and unwinds at once.
+        Ok((group, outcome.unwrap_or_else(|p| resume_unwind(p))))
+    }
+
+    /// Commits the open group, if any (the caller holds the writer).
+    fn commit_open(&self, w: &mut Writer) {
+        let Some(group) = w.open.take() else { return };
+        self.begun.store(group, Ordering::SeqCst);
+        let committed = exec(w.store.conn(), "COMMIT", []).is_ok();
+        if !committed {
+            // A failed COMMIT may leave the transaction open; the next group must start clean.
+            let _ = w.store.conn().execute_batch("ROLLBACK");
+        }
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
+        f.committed = group;
+        if !committed {
+            tracing::error!(group, "group commit failed; its requests get EIO");
+            f.failed.push_back(group);
+            if f.failed.len() > FAILED_KEPT {
+                f.failed.pop_front();
+            }
+        }
+        self.changed.notify_all();
+    }
+
+    fn check_committed(&self, group: u64) -> Result<(), FsError> {
+        let f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
+        if f.failed.contains(&group) {
+            Err(FsError::Io)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Returns once `group` is on disk: flushes unless a flush is running, then waits for the
+    /// flush that covers it.
+    fn wait_durable(&self, group: u64) -> Result<(), FsError> {
+        let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if f.failed.contains(&group) {
+                return Err(FsError::Io);
+            }
+            if f.durable >= group {
+                return Ok(());
+            }
+            if self.broken.load(Ordering::SeqCst) {
+                return Err(FsError::Io);
+            }
+            if !f.flushing {
+                f.flushing = true;
+                drop(f);
+                {
+                    let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+                    self.commit_open(&mut w);
+                }
+                let target = self.flush.lock().unwrap_or_else(|p| p.into_inner()).committed;
+                let synced = self.wal.sync_data();
+                self.flushes.fetch_add(1, Ordering::Relaxed);
+                f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
+                f.flushing = false;
+                match synced {
+                    Ok(()) => f.durable = f.durable.max(target),
+                    Err(e) => {
+                        tracing::error!(%e, "flushing the metadata WAL failed; refusing writes until restart");
+                        self.broken.store(true, Ordering::SeqCst);
+                    }
+                }
+                self.changed.notify_all();
+                continue;
+            }
+            f = self.changed.wait(f).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// Runs `step` in a savepoint: released when it succeeds, rolled back when it fails or panics
+/// (the panic is returned for the caller to resume).
+fn in_savepoint<R>(store: &mut Store, step: impl FnOnce(&mut Store) -> Result<R, FsError>) -> std::thread::Result<Result<R, FsError>> {
+    if let Err(e) = exec(store.conn(), "SAVEPOINT step", []) {
+        return Ok(Err(e));
+    }
+    let outcome = catch_unwind(AssertUnwindSafe(|| step(store)));
+    let closed = if matches!(outcome, Ok(Ok(_))) {
+        exec(store.conn(), "RELEASE step", [])
+    } else {
+        exec(store.conn(), "ROLLBACK TO step", []).and_then(|_| exec(store.conn(), "RELEASE step", []))
+    };
+    outcome.map(|result| closed.and(result))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use tessera_mds_proto::request::NewInode;
+    use tessera_mds_proto::{InodeId, Timespec};
+
+    use super::*;
+    use crate::db;
+
+    const DIR: NewInode = NewInode { mode: 0o755, uid: 0, gid: 0 };
+
+    fn open(dir: &std::path::Path) -> GroupCommit {
+        let path = dir.join("mds.db");
+        let store = Store::new(db::open(&path, 0).unwrap(), 0, Timespec::default()).unwrap();
+        GroupCommit::new(store, db::open_wal(&path).unwrap())
+    }
+
+    fn mkdir_step(name: &'static str) -> impl FnOnce(&mut Store) -> Result<InodeId, FsError> {
+        move |s| s.mkdir(InodeId::ROOT, name, &DIR, Timespec::default()).map(|r| r.ino)
+    }
+
+    fn names(gc: &GroupCommit) -> Vec<String> {
+        gc.write(|s| Ok(s.readdir(InodeId::ROOT, None, 1000)?.0.into_iter().map(|e| e.name).collect())).unwrap()
+    }
+
+    #[test]
+    fn steps_before_a_flush_share_one_commit_and_one_flush() {
+        let tmp = tempfile::tempdir().unwrap();
+        let gc = open(tmp.path());
+        // Two steps run before anyone flushes: one group.
+        let (g1, a) = gc.run_step(mkdir_step("a")).unwrap();
+        let (g2, b) = gc.run_step(mkdir_step("b")).unwrap();
+        assert!(a.is_ok() && b.is_ok());
+        assert_eq!(g1, g2);
+        gc.wait_durable(g2).unwrap();
+        gc.wait_durable(g1).unwrap();
+        assert_eq!(gc.counters(), (2, 1, 1), "two steps, one commit, one WAL flush");
+        // A lone step commits and flushes at once.
+        gc.write(mkdir_step("c")).unwrap();
+        assert_eq!(gc.counters(), (3, 2, 2));
+    }
+
+    #[test]
+    fn a_failing_step_rolls_back_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let gc = open(tmp.path());
+        gc.write(mkdir_step("taken")).unwrap();
+        let (g1, a) = gc
+            .run_step(|s| {
+                // Writes, then fails: the savepoint takes the write back.
+                s.mkdir(InodeId::ROOT, "half", &DIR, Timespec::default())?;
+                s.mkdir(InodeId::ROOT, "taken", &DIR, Timespec::default())
+            })
+            .unwrap();
+        let (g2, b) = gc.run_step(mkdir_step("b")).unwrap();
+        assert_eq!(g1, g2);
+        assert_eq!(a.map(drop), Err(FsError::Exists));
+        assert!(b.is_ok());
+        gc.wait_durable(g2).unwrap();
+        assert_eq!(names(&gc), vec!["b".to_string(), "taken".to_string()]);
+    }
+
+    #[test]
+    fn a_panicking_step_rolls_back_and_the_writer_carries_on() {
+        let tmp = tempfile::tempdir().unwrap();
+        let gc = open(tmp.path());
+        let panicked = catch_unwind(AssertUnwindSafe(|| {
+            gc.write::<()>(|s| {
+                s.mkdir(InodeId::ROOT, "ghost", &DIR, Timespec::default())?;
+                panic!("step bug")
+            })
+        }));
+        assert!(panicked.is_err());
+        gc.write(mkdir_step("after")).unwrap();
+        assert_eq!(names(&gc), vec!["after".to_string()]);
+    }
+
+    #[test]
+    fn relaxed_steps_commit_without_a_flush() {
+        let tmp = tempfile::tempdir().unwrap();
+        let gc = open(tmp.path());
+        gc.write_relaxed(mkdir_step("r")).unwrap();
+        assert_eq!(gc.counters(), (1, 1, 0));
+        gc.wait_visible_durable().unwrap();
+        assert_eq!(gc.counters(), (1, 1, 1), "a read that may have seen it waits for the flush");
+    }
+
+    #[test]
+    fn concurrent_writers_are_all_acknowledged_and_kept_after_reopening() {
+        let tmp = tempfile::tempdir().unwrap();
+        let acked: Vec<String> = {
+            let gc = Arc::new(open(tmp.path()));
+            let acked = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..4)
+                    .map(|t| {
+                        let gc = &gc;
+                        s.spawn(move || {
+                            (0..50)
+                                .filter_map(|i| {
+                                    let name = format!("d{t}-{i}");
+                                    gc.write(|s| s.mkdir(InodeId::ROOT, &name, &DIR, Timespec::default())).ok().map(|_| name)
+                                })
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+            });
+            let (steps, commits, flushes) = gc.counters();
+            assert_eq!(steps, 200);
+            assert!(commits <= steps && flushes <= commits, "{commits} commits, {flushes} flushes");
+            acked
+        };
+        assert_eq!(acked.len(), 200);
+        let gc = open(tmp.path());
+        let mut found = names(&gc);
+        found.sort();
+        let mut expected = acked;
+        expected.sort();
+        assert_eq!(found, expected);
+    }
+}

@@ -1,0 +1,154 @@
+//! Precreated objects (PVFS-style): ranges of object ids this server made on an OSD ahead of
+//! need with one multi-object CREATE, so a file create takes its objects from a pool instead of
+//! waiting for the OSDs.
+//!
+//! A range's life, each step one atomic store step:
+//! 1. [`Store::reserve_precreate`]: ids allocated from `osd_alloc`, range recorded not ready.
+//! 2. The caller sends CREATE for the range (durable on the OSD before it answers).
+//! 3. [`Store::precreate_ready`]: the ids may be handed out; [`take_precreated`] takes the
+//!    lowest one in the same step that makes a file reference it.
+//!
+//! A range that is not ready after a failure or a crash may or may not exist on its OSD:
+//! [`Store::abandon_precreate`] moves its ids into the removal journal, whose drain removes
+//! whatever exists. So every id this server allocated is, at every instant, in a range, a file
+//! or the journal, and repair ([`Store::accounting`]) accounts for all three.
+
+use rusqlite::{params, Connection};
+use tessera_mds_proto::{FsError, ObjectRef};
+
+use super::files::{object_id, OBJECT_SEQ_BITS};
+use super::{exec, query_opt, Store};
+
+/// A range of object sequences on one OSD: reserved as `first..=last` (its identity), of
+/// which `next..=last` are not handed out yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Range {
+    pub osd: u32,
+    pub first: u64,
+    pub next: u64,
+    pub last: u64,
+}
+
+impl Range {
+    /// Objects not handed out yet.
+    pub fn count(&self) -> u64 {
+        self.last - self.next + 1
+    }
+
+    /// Whether `seq` is one not handed out yet.
+    pub fn holds(&self, seq: u64) -> bool {
+        (self.next..=self.last).contains(&seq)
+    }
+}
+
+/// One object sequence taken from a pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectSeq(pub u64);
+
+/// The lowest ready range of `osd`, if any: (first, next, last).
+fn lowest_ready(conn: &Connection, osd: u32) -> Result<Option<(u64, u64, u64)>, FsError> {
+    query_opt(
+        conn,
+        "SELECT first_seq, next_seq, last_seq FROM precreated WHERE osd = ?1 AND ready = 1 ORDER BY first_seq LIMIT 1",
+        [osd],
+        |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64)),
+    )
+}
+
+/// Whether `osd` has a ready precreated object.
+pub(crate) fn has_precreated(conn: &Connection, osd: u32) -> Result<bool, FsError> {
+    Ok(lowest_ready(conn, osd)?.is_some())
+}
+
+/// Takes the lowest ready object sequence of `osd` out of its range. The range's key never
+/// changes (an update of `next_seq` in place); a range is deleted when its last object goes.
+pub(crate) fn take_precreated(conn: &Connection, osd: u32) -> Result<Option<ObjectSeq>, FsError> {
+    let Some((first, next, last)) = lowest_ready(conn, osd)? else { return Ok(None) };
+    if next >= last {
+        exec(conn, "DELETE FROM precreated WHERE osd = ?1 AND first_seq = ?2", params![osd, first as i64])?;
+    } else {
+        exec(conn, "UPDATE precreated SET next_seq = ?3 WHERE osd = ?1 AND first_seq = ?2", params![osd, first as i64, next as i64 + 1])?;
+    }
+    Ok(Some(ObjectSeq(next)))
+}
+
+impl Store {
+    /// Allocates `count` consecutive sequences on `osd` and records them as a range that is
+    /// not ready yet.
+    pub fn reserve_precreate(&mut self, osd: u32, count: u64) -> Result<Range, FsError> {
+        let first: i64 = query_opt(
+            &self.conn,
+            "INSERT INTO osd_alloc (osd, next_seq) VALUES (?1, 1 + ?2)
+             ON CONFLICT (osd) DO UPDATE SET next_seq = next_seq + ?2 RETURNING next_seq - ?2",
+            params![osd, count as i64],
+            |r| r.get(0),
+        )?
+        .ok_or(FsError::Io)?;
+        let range = Range { osd, first: first as u64, next: first as u64, last: first as u64 + count - 1 };
+        if range.last >= 1 << OBJECT_SEQ_BITS {
+            return Err(FsError::NoSpace);
+        }
+        exec(
+            &self.conn,
+            "INSERT INTO precreated (osd, first_seq, next_seq, last_seq, ready) VALUES (?1, ?2, ?2, ?3, 0)",
+            params![osd, range.first as i64, range.last as i64],
+        )?;
+        Ok(range)
+    }
+
+    /// The range's objects exist on its OSD: they may be handed out.
+    pub fn precreate_ready(&mut self, range: &Range) -> Result<(), FsError> {
+        let n = exec(
+            &self.conn,
+            "UPDATE precreated SET ready = 1 WHERE osd = ?1 AND first_seq = ?2 AND last_seq = ?3 AND ready = 0",
+            params![range.osd, range.first as i64, range.last as i64],
+        )?;
+        if n == 1 {
+            Ok(())
+        } else {
+            Err(FsError::Io)
+        }
+    }
+
+    /// A range whose CREATE failed or may not have happened: its ids move into the removal
+    /// journal (returned, for the caller to drain).
+    pub fn abandon_precreate(&mut self, range: &Range) -> Result<Vec<ObjectRef>, FsError> {
+        exec(&self.conn, "DELETE FROM precreated WHERE osd = ?1 AND first_seq = ?2", params![range.osd, range.first as i64])?;
+        let objects: Vec<ObjectRef> =
+            (range.next..=range.last).map(|seq| ObjectRef { osd: range.osd, object_id: object_id(self.server, seq) }).collect();
+        super::files::journal_add(&self.conn, &objects)?;
+        Ok(objects)
+    }
+
+    /// Ranges reserved but never marked ready (a crash or failure between the steps).
+    pub fn unready_precreates(&self) -> Result<Vec<Range>, FsError> {
+        self.ranges("SELECT osd, first_seq, next_seq, last_seq FROM precreated WHERE ready = 0 ORDER BY osd, first_seq")
+    }
+
+    /// Every precreated range, ready or not.
+    pub fn precreated_ranges(&self) -> Result<Vec<Range>, FsError> {
+        self.ranges("SELECT osd, first_seq, next_seq, last_seq FROM precreated ORDER BY osd, first_seq")
+    }
+
+    /// Ready objects per OSD, for OSDs that have any.
+    pub fn precreated_counts(&self) -> Result<Vec<(u32, u64)>, FsError> {
+        let mut counts: Vec<(u32, u64)> = Vec::new();
+        for r in self.ranges("SELECT osd, first_seq, next_seq, last_seq FROM precreated WHERE ready = 1 ORDER BY osd, first_seq")? {
+            match counts.last_mut() {
+                Some((osd, n)) if *osd == r.osd => *n += r.count(),
+                _ => counts.push((r.osd, r.count())),
+            }
+        }
+        Ok(counts)
+    }
+
+    fn ranges(&self, sql: &str) -> Result<Vec<Range>, FsError> {
+        let mut stmt = self.conn.prepare_cached(sql).map_err(super::io)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(Range { osd: r.get(0)?, first: r.get::<_, i64>(1)? as u64, next: r.get::<_, i64>(2)? as u64, last: r.get::<_, i64>(3)? as u64 })
+            })
+            .map_err(super::io)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(super::io)
+    }
+}
