@@ -14,25 +14,55 @@
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use tessera_client::{ClusterConfig, MdsEntry, OsdEntry};
 
 use crate::daemon::Daemon;
+use crate::netns::Host;
 
 pub const CLUSTER_FILE: &str = "cluster.toml";
 pub const DAEMONS_FILE: &str = "daemons.json";
 /// The partition every OSD keeps file data in (created by the metadata server on first start).
 pub const DATA_PARTITION: u64 = tessera_client::config::DEFAULT_PARTITION_ID;
+/// A metadata server's port on a host of its own (nothing else listens there).
+pub const MDS_PORT: u16 = 7000;
+
+/// Where the daemons run.
+#[derive(Clone, Debug)]
+pub enum Placement {
+    /// Every daemon binds this address of this machine's network stack; ports are chosen by
+    /// the kernel.
+    Shared(String),
+    /// Each daemon on a host of its own (a network namespace, see [`crate::netns`]): metadata
+    /// server i on `mds[i]` at port [`MDS_PORT`], OSD i on `osds[i]`.
+    Hosts { mds: Vec<Host>, osds: Vec<Host> },
+}
+
+impl Placement {
+    /// The command that runs `exe` where daemon `role` `index` lives, and the host address it
+    /// binds.
+    fn command(&self, exe: &Path, role: &str, index: u32) -> Result<(Command, String)> {
+        match self {
+            Placement::Shared(host) => Ok((Command::new(exe), host.clone())),
+            Placement::Hosts { mds, osds } => {
+                let hosts = if role == "mds" { mds } else { osds };
+                let host = hosts.get(index as usize).with_context(|| format!("no host given for {role}{index}"))?;
+                Ok((host.command(exe), host.addr.to_string()))
+            }
+        }
+    }
+}
 
 /// What to start.
 #[derive(Clone, Debug)]
 pub struct ClusterSpec {
     pub osds: u32,
     pub mds: u32,
-    /// Address every daemon binds (ports are chosen by the kernel).
-    pub host: String,
+    /// Where each daemon runs and which address it binds.
+    pub placement: Placement,
     /// Default striping of new files (`tessera mds --stripe-unit/--stripe-count`).
     pub stripe_unit: u64,
     pub stripe_count: u32,
@@ -40,7 +70,7 @@ pub struct ClusterSpec {
 
 impl ClusterSpec {
     pub fn new(osds: u32) -> ClusterSpec {
-        ClusterSpec { osds, mds: 1, host: "127.0.0.1".into(), stripe_unit: 1 << 20, stripe_count: 0 }
+        ClusterSpec { osds, mds: 1, placement: Placement::Shared("127.0.0.1".into()), stripe_unit: 1 << 20, stripe_count: 0 }
     }
 }
 
@@ -84,6 +114,11 @@ impl LocalCluster {
         if spec.osds == 0 || spec.mds == 0 {
             bail!("a cluster needs at least one OSD and one metadata server");
         }
+        if let Placement::Hosts { mds, osds } = &spec.placement {
+            if mds.len() < spec.mds as usize || osds.len() < spec.osds as usize {
+                bail!("{} metadata server(s) and {} OSD(s) need as many hosts; {} and {} given", spec.mds, spec.osds, mds.len(), osds.len());
+            }
+        }
         let logs = dir.join("logs");
         std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
         check_not_shrinking(dir, spec)?;
@@ -92,15 +127,20 @@ impl LocalCluster {
         for i in 0..spec.osds {
             let data = dir.join(format!("osd{i}"));
             let log = logs.join(format!("osd{i}.log"));
-            let listen = format!("{}:0", spec.host);
-            let daemon = Daemon::spawn_with(exe, &["osd", "--data", path_str(&data)?, "--listen", &listen], Some(&log))?;
+            let (mut cmd, host) = spec.placement.command(exe, "osd", i)?;
+            let args = ["osd", "--data", path_str(&data)?, "--listen", &format!("{host}:0")];
+            cmd.args(args);
+            let daemon = Daemon::spawn_command(cmd, &args.join(" "), Some(&log))?;
             let addr = daemon.field("addr")?.to_string();
             let target = daemon.field("target")?.to_string();
             osd_entries.push(OsdEntry { addr: addr.clone(), target, partition_id: DATA_PARTITION, lun: 0 });
             let record = DaemonRecord { role: "osd".into(), index: i, pid: daemon.pid(), addr, data, log };
             osd_daemons.push((record, daemon));
         }
-        let mds_addrs = free_ports(&spec.host, spec.mds)?;
+        let mds_addrs = match &spec.placement {
+            Placement::Shared(host) => free_ports(host, spec.mds)?,
+            Placement::Hosts { mds, .. } => mds.iter().take(spec.mds as usize).map(|h| format!("{}:{MDS_PORT}", h.addr)).collect(),
+        };
         let config = ClusterConfig::new(mds_addrs.iter().map(|addr| MdsEntry { addr: addr.clone() }).collect(), osd_entries);
         let cluster_file = dir.join(CLUSTER_FILE);
         config.save(&cluster_file)?;
@@ -187,8 +227,9 @@ fn spawn_mds(exe: &Path, dir: &Path, spec: &ClusterSpec, index: u32, addr: &str)
         &spec.stripe_count.to_string(),
     ]
     .map(String::from);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let daemon = Daemon::spawn_with(exe, &args, Some(&log))?;
+    let (mut cmd, _) = spec.placement.command(exe, "mds", index)?;
+    cmd.args(&args);
+    let daemon = Daemon::spawn_command(cmd, &args.join(" "), Some(&log))?;
     let record = DaemonRecord { role: "mds".into(), index, pid: daemon.pid(), addr: addr.to_string(), data, log };
     Ok((record, daemon))
 }

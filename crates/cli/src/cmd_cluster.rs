@@ -14,7 +14,7 @@ use tessera_initiator::osd_client::OsdClient;
 use tessera_mds::MdsConnection;
 use tessera_mds_proto::Request;
 
-use crate::cluster::{read_records, ClusterSpec, DaemonRecord, LocalCluster, CLUSTER_FILE, DAEMONS_FILE};
+use crate::cluster::{read_records, ClusterSpec, DaemonRecord, LocalCluster, Placement, CLUSTER_FILE, DAEMONS_FILE};
 use crate::daemon::signal;
 use crate::units::parse_size;
 
@@ -77,7 +77,7 @@ pub fn up(mut args: UpArgs) -> Result<()> {
     let spec = ClusterSpec {
         osds: args.osds,
         mds: args.mds,
-        host: args.host.clone(),
+        placement: Placement::Shared(args.host.clone()),
         stripe_unit: args.stripe_unit,
         stripe_count: args.stripe_count,
     };

@@ -1,8 +1,12 @@
 //! `tessera osd`: open (or create) the object store under `--data`, serve it as LUN 0 of an
 //! iSCSI target, print the ready line, and run until SIGTERM/SIGINT, then flush and exit.
+//!
+//! `--security METHOD` makes the OSD check every command's capability (docs/security.md);
+//! `--master-key-file` provisions the first master key. Without `--security` the OSD trusts
+//! every command (NOSEC), and says so loudly.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -11,7 +15,9 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use tessera_engine::{Engine, EngineConfig};
 use tessera_target::iscsi_server::{TargetConfig, TargetServer};
+use tessera_security::{Key, SecurityMethod};
 use tessera_target::osd_lu::OsdCommandSet;
+use tessera_target::security_gate::TargetSecurity;
 use tessera_target::spc::ScsiFront;
 
 use crate::daemon::ready_line;
@@ -27,6 +33,22 @@ pub struct OsdArgs {
     /// iSCSI target name; default derived from the store's system id.
     #[arg(long)]
     target_name: Option<String>,
+    /// Weakest security method accepted: nosec (no checks), capkey, cmdrsp or alldata.
+    #[arg(long, default_value = "nosec", value_parser = parse_method)]
+    security: SecurityMethod,
+    /// File holding the first master key as 64 hex digits; read only while the store holds
+    /// no master key yet (docs/security.md, provisioning).
+    #[arg(long)]
+    master_key_file: Option<PathBuf>,
+}
+
+fn parse_method(s: &str) -> Result<SecurityMethod, String> {
+    SecurityMethod::from_name(s).ok_or_else(|| format!("unknown security method {s:?}: use nosec, capkey, cmdrsp or alldata"))
+}
+
+fn read_master_key(path: &Path) -> Result<Key> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading the master key file {}", path.display()))?;
+    Key::from_hex(&text).with_context(|| format!("{} must hold a 32-byte key as 64 hex digits", path.display()))
 }
 
 pub fn run(args: OsdArgs) -> Result<()> {
@@ -37,7 +59,15 @@ pub fn run(args: OsdArgs) -> Result<()> {
         .with_context(|| format!("opening the object store in {}", args.data.display()))?;
     let system_id = engine.system_id();
     let target_name = args.target_name.unwrap_or_else(|| default_target_name(&system_id));
-    let command_set = Arc::new(OsdCommandSet::new(engine));
+    let command_set = if args.security == SecurityMethod::NoSec {
+        eprintln!("tessera osd: WARNING: security is OFF (NOSEC): any client that reaches {} can read, write and remove every object; use --security cmdrsp", args.listen);
+        tracing::warn!("capability security is off (NOSEC)");
+        Arc::new(OsdCommandSet::new(engine))
+    } else {
+        let master_key = args.master_key_file.as_deref().map(read_master_key).transpose()?;
+        let security = TargetSecurity::new(args.security, master_key);
+        Arc::new(OsdCommandSet::with_security(engine, security).context("turning on capability security")?)
+    };
     let device = Arc::new(ScsiFront::new(command_set.clone()));
     let config = TargetConfig::new(&target_name, &args.listen.to_string());
     let server = TargetServer::bind(config, device).with_context(|| format!("listening on {}", args.listen))?;
@@ -49,6 +79,7 @@ pub fn run(args: OsdArgs) -> Result<()> {
             ("target", target_name.clone()),
             ("lun", "0".into()),
             ("data", args.data.display().to_string()),
+            ("security", args.security.name().to_ascii_lowercase()),
         ])
     );
     eprintln!("tessera osd: serving {target_name} (LUN 0, OSD) on {addr}, data in {}", args.data.display());

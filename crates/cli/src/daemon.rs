@@ -52,6 +52,15 @@ impl Daemon {
     /// Like [`Daemon::spawn_exe`], with stderr appended to `log` when given. The child gets its
     /// own process group, so a Ctrl-C meant for a foreground command does not reach it.
     pub fn spawn_with(exe: &Path, args: &[&str], log: Option<&Path>) -> Result<Daemon> {
+        let mut cmd = Command::new(exe);
+        cmd.args(args);
+        Self::spawn_command(cmd, &args.join(" "), log)
+    }
+
+    /// Spawns a prepared command (e.g. one that enters a network namespace first, see
+    /// [`crate::netns::Host::command`]) that runs a `tessera` daemon, and waits for its ready
+    /// line. `what` names the daemon in errors (its `tessera` arguments).
+    pub fn spawn_command(mut cmd: Command, what: &str, log: Option<&Path>) -> Result<Daemon> {
         let stderr = match log {
             Some(path) => Stdio::from(
                 std::fs::OpenOptions::new()
@@ -62,14 +71,13 @@ impl Daemon {
             ),
             None => Stdio::inherit(),
         };
-        let mut child = Command::new(exe)
-            .args(args)
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(stderr)
             .process_group(0)
             .spawn()
-            .with_context(|| format!("starting {} {}", exe.display(), args.join(" ")))?;
+            .with_context(|| format!("starting `tessera {what}`"))?;
         let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout pipe"))?;
         let (tx, rx) = mpsc::channel();
         thread::spawn(move || {
@@ -93,8 +101,8 @@ impl Daemon {
                 let _ = child.kill();
                 let _ = child.wait();
                 match status {
-                    Some(s) => bail!("`tessera {}` exited ({s}) before it was ready", args.join(" ")),
-                    None => bail!("`tessera {}` was not ready within {READY_TIMEOUT:?}", args.join(" ")),
+                    Some(s) => bail!("`tessera {what}` exited ({s}) before it was ready"),
+                    None => bail!("`tessera {what}` was not ready within {READY_TIMEOUT:?}"),
                 }
             }
         }

@@ -9,5 +9,6 @@ pub mod cmd_osd;
 pub mod daemon;
 pub mod demo;
 pub mod fs;
+pub mod netns;
 pub mod session;
 pub mod units;

@@ -1,4 +1,8 @@
-//! Sizes as people type and read them: `64K`, `1M`, `4MiB`, `1.5G` in, `1.5 MiB` out.
+//! Sizes as people type and read them: `64K`, `1M`, `4MiB`, `1.5G` in, `1.5 MiB` out; link
+//! rates as `tc` spells them: `1gbit`, `500mbit`.
+
+use std::fmt;
+use std::str::FromStr;
 
 /// Parses a byte count with an optional binary suffix (K, M, G, T; `KiB`, `KB` and `k` alike).
 pub fn parse_size(text: &str) -> Result<u64, String> {
@@ -47,6 +51,66 @@ pub fn format_size(bytes: u64) -> String {
     }
 }
 
+/// A link rate in bits per second (decimal units, as network links are rated).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rate(u64);
+
+impl Rate {
+    pub fn from_bits_per_sec(bits: u64) -> Rate {
+        Rate(bits)
+    }
+
+    pub fn bits_per_sec(self) -> u64 {
+        self.0
+    }
+
+    pub fn bytes_per_sec(self) -> u64 {
+        self.0 / 8
+    }
+
+    /// MiB/s, the unit the benches print throughput in.
+    pub fn mib_per_sec(self) -> f64 {
+        self.0 as f64 / 8.0 / (1 << 20) as f64
+    }
+}
+
+/// `1gbit`, `2.5gbit`, `500mbit`, `100kbit`, `1000000bit`. Only bit units: `tc` reads `mbps` as
+/// megabytes per second, a confusion not worth carrying over.
+impl FromStr for Rate {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Rate, String> {
+        let t = text.trim().to_ascii_lowercase();
+        let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+        let (number, unit) = t.split_at(split);
+        let scale = match unit {
+            "bit" => 1.0,
+            "kbit" => 1e3,
+            "mbit" => 1e6,
+            "gbit" => 1e9,
+            _ => return Err(format!("`{text}`: give a rate in bit, kbit, mbit or gbit (e.g. 1gbit)")),
+        };
+        let value: f64 = number.parse().map_err(|_| format!("`{text}` is not a rate (e.g. 1gbit, 500mbit)"))?;
+        let bits = value * scale;
+        if !(8.0..=1e13).contains(&bits) {
+            return Err(format!("`{text}`: a rate must lie between 8bit and 10000gbit"));
+        }
+        Ok(Rate(bits.round() as u64))
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0 as f64;
+        match b {
+            _ if b >= 1e9 => write!(f, "{}gbit", b / 1e9),
+            _ if b >= 1e6 => write!(f, "{}mbit", b / 1e6),
+            _ if b >= 1e3 => write!(f, "{}kbit", b / 1e3),
+            _ => write!(f, "{}bit", self.0),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,5 +138,16 @@ mod tests {
         assert_eq!(format_size(1023), "1023 B");
         assert_eq!(format_size(1536), "1.5 KiB");
         assert_eq!(format_size(4 << 20), "4 MiB");
+    }
+
+    #[test]
+    fn rates_parse_in_decimal_bit_units() {
+        assert_eq!("1gbit".parse::<Rate>().unwrap().bits_per_sec(), 1_000_000_000);
+        assert_eq!("2.5Gbit".parse::<Rate>().unwrap().bytes_per_sec(), 312_500_000);
+        assert_eq!("500mbit".parse::<Rate>().unwrap().to_string(), "500mbit");
+        assert_eq!("1gbit".parse::<Rate>().unwrap().to_string(), "1gbit");
+        for bad in ["", "1", "1gbps", "1mbps", "gbit", "0bit", "-1gbit"] {
+            assert!(bad.parse::<Rate>().is_err(), "{bad}");
+        }
     }
 }

@@ -10,6 +10,11 @@ use common::tessera_exe;
 use serde_json::Value;
 
 fn run_bench(args: &[&str], summary_keys: &[&str]) {
+    run_bench_with_plots(args, summary_keys, &[]);
+}
+
+/// Runs a bench and checks its summary keys, its PNG and the extra PNGs (`<name>-<suffix>.png`).
+fn run_bench_with_plots(args: &[&str], summary_keys: &[&str], extra_plots: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
     let out = Command::new(tessera_exe())
@@ -28,6 +33,11 @@ fn run_bench(args: &[&str], summary_keys: &[&str]) {
     assert!(!doc["rows"].as_array().unwrap().is_empty());
     let png = std::fs::read(json.with_extension("png")).unwrap();
     assert_eq!(&png[1..4], b"PNG");
+    for suffix in extra_plots {
+        let path = dir.path().join(format!("out-{suffix}.png"));
+        let png = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(&png[1..4], b"PNG", "{}", path.display());
+    }
 }
 
 #[test]
@@ -38,6 +48,39 @@ fn bench_attr_quick_writes_its_summary() {
 #[test]
 fn bench_io_target_only_quick_writes_its_summary() {
     run_bench(&["io", "--target-only"], &["write_over_raw_16MiB", "read_over_raw_16MiB"]);
+}
+
+#[test]
+fn bench_noncontig_quick_writes_its_summary() {
+    run_bench_with_plots(
+        &["noncontig"],
+        &[
+            "native_over_iterative_64B",
+            "list_over_contig_1024x64B_write",
+            "list_over_contig_1024x64B_read",
+            "list_over_contig_4KiB",
+            "subarray_4osd_native_over_iterative_write",
+            "subarray_4osd_native_over_iterative_read",
+            "hybrid_over_best",
+        ],
+        &["read", "model", "small", "subarray", "memory", "store"],
+    );
+}
+
+#[test]
+fn bench_io_file_system_quick_writes_its_summary() {
+    run_bench(
+        &["io"],
+        &["fs_write_over_raw_16MiB", "fs_read_over_raw_16MiB", "fs_write_fsync_mib_s_16MiB", "loopback_write_mib_s_at_4", "loopback_read_over_raw_at_4"],
+    );
+}
+
+#[test]
+fn bench_security_quick_writes_its_summary() {
+    run_bench(
+        &["security"],
+        &["cmdrsp_write_throughput_cost_1MiB", "cmdrsp_read_throughput_cost_1MiB", "cmdrsp_write_extra_us_per_command_4KiB", "cmdrsp_read_extra_us_per_command_4KiB"],
+    );
 }
 
 #[test]

@@ -232,3 +232,44 @@ fn client_commands_explain_a_missing_cluster() {
     let out = run(&["ls", "/", "--cluster", "/nonexistent/cluster.toml"], None);
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/cluster.toml"));
 }
+
+#[test]
+fn the_readme_demo_runs_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_ok(&["demo", "--dir", dir.path().join("c").to_str().unwrap()], None);
+    let text = stdout(&out);
+    for expected in ["byte for byte equal", "stripe_count: 4", "after restart", "read 1024 x 64 B", "demo finished"] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn get_pieces_reads_an_extent_list_in_list_order() {
+    let c = UpCluster::start(3);
+    let work = tempfile::tempdir().unwrap();
+    let local = work.path().join("src");
+    let data = pattern(5, 1 << 20);
+    std::fs::write(&local, &data).unwrap();
+    c.ok(&["put", "-c", "3", "-S", "4K", local.to_str().unwrap(), "/src"]);
+    // Across stripe units and OSDs, out of order, overlapping, one past the end of file.
+    let pieces = [(100u64, 10u64), (0, 5), (4090, 20), (200_000, 70_000), (104, 4), ((1 << 20) - 3, 8)];
+    let list = work.path().join("pieces.txt");
+    let mut text = String::from("# offset length\n");
+    for (o, l) in pieces {
+        text.push_str(&format!("{o:#x} {l}\n"));
+    }
+    std::fs::write(&list, text).unwrap();
+    let out = work.path().join("out");
+    c.ok(&["get", "--pieces", list.to_str().unwrap(), "/src", out.to_str().unwrap()]);
+    let mut expected = Vec::new();
+    for (o, l) in pieces {
+        for i in o..o + l {
+            expected.push(data.get(i as usize).copied().unwrap_or(0));
+        }
+    }
+    assert_eq!(std::fs::read(&out).unwrap(), expected);
+
+    std::fs::write(&list, "0 10\n5 zero\n").unwrap();
+    let err = c.fails(&["get", "--pieces", list.to_str().unwrap(), "/src", out.to_str().unwrap()]);
+    assert!(err.contains("line 2"), "the error names the line: {err}");
+}

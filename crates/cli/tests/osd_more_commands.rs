@@ -473,10 +473,12 @@ fn page_identification_attribute_zero_names_the_page() {
     name[8..18].copy_from_slice(b"index page");
     c.set_attributes(obj, &[Attribute { id: own, value: name.to_vec() }, attr(USER_PAGE + 1, 1, b"y")]).unwrap();
     assert_eq!(value_of(&c, obj, own).as_deref(), Some(&name[..]));
-    // The policy/security page (5) is not implemented yet (capability security): it reads as
-    // undefined and refuses SET.
-    assert_eq!(value_of(&c, obj, AttrId::new(0x5, 0)), None);
-    let err = c.set_attributes(obj, &[attr(0x5, 1, &[0; 8])]).unwrap_err();
+    // The policy/security page (5) holds only the policy/access tag (attribute 1, used by
+    // capability security): undefined until set; other numbers refuse SET.
+    assert_eq!(value_of(&c, obj, AttrId::new(0x5, 1)), None);
+    c.set_attributes(obj, &[attr(0x5, 1, &[0, 0, 0, 9])]).unwrap();
+    assert_eq!(value_of(&c, obj, AttrId::new(0x5, 1)).as_deref(), Some(&[0, 0, 0, 9][..]));
+    let err = c.set_attributes(obj, &[attr(0x5, 2, &[0; 8])]).unwrap_err();
     assert_eq!(err.sense().expect("sense").asc_ascq(), 0x2600, "{err}");
 }
 

@@ -13,6 +13,10 @@
 //! | `Sgl` | an SGL whenever there is more than one extent (seed 002's list I/O) |
 //! | `Strided` | a strided or nested descriptor when the extents are regular; otherwise one command per extent, never an SGL, so a benchmark of this mode measures the descriptor |
 //! | `Auto` | `tessera_layout::choose_descriptor`: contiguous, strided, nested, else SGL |
+//!
+//! A regular slot (strided or nested, however many blocks) is one command up to the cap. Past
+//! the cap it is cut on the pattern's own boundaries (whole blocks, whole rows, whole planes), so
+//! every command is still strided or nested rather than an SGL of the blocks a blind cut leaves.
 
 use tessera_layout::{choose_descriptor, DescriptorError, Extent, PerOsdPlan, Piece};
 use tessera_osd_proto::DataLayout;
@@ -46,16 +50,71 @@ pub struct SlotCommand {
 /// The commands for one slot, in stream order. `max_transfer` >= 1 bounds each command's data.
 pub fn slot_commands(plan: &PerOsdPlan, mode: Mode, max_transfer: u64) -> Result<Vec<SlotCommand>, DescriptorError> {
     assert!(max_transfer >= 1, "a command must carry at least one byte");
+    let extents = plan.object_extents();
+    let regular = match mode {
+        Mode::Auto | Mode::Strided => regular_groups(&extents, max_transfer)?,
+        Mode::Iterative | Mode::Sgl => None,
+    };
     let mut out = Vec::new();
-    for (stream_start, group) in groups(&plan.object_extents(), mode, max_transfer) {
+    for (stream_start, group) in regular.unwrap_or_else(|| groups(&extents, mode, max_transfer)) {
         describe(stream_start, &group, mode, &mut out)?;
     }
     Ok(out)
 }
 
+/// Runs of a slot's extents, each with its stream start: one command's worth each.
+type Groups = Vec<(u64, Vec<Extent>)>;
+
+/// When the extents form one strided or nested pattern, its groups of whole blocks, rows or
+/// planes of at most `max_transfer` bytes, each again regular; `None` when the pattern is not
+/// regular or a single block exceeds the cap (then blocks are split like any extent).
+///
+/// The pattern has levels (count c_i, stride s_i), innermost first; one instance of level j
+/// holds b_j = c_0 * ... * c_{j-1} blocks. The largest j whose instance fits the cap sets the
+/// cut: m = cap / (instance bytes) instances of level j per command, never crossing an
+/// instance of level j + 1, so each group is the same grid with its level j count cut to m.
+fn regular_groups(extents: &[Extent], max_transfer: u64) -> Result<Option<Groups>, DescriptorError> {
+    let total: u64 = extents.iter().map(|e| e.len).sum();
+    let (block_len, levels) = match choose_descriptor(extents) {
+        Ok((_, DataLayout::Strided { stride, block_len })) => (block_len, vec![(extents.len() as u64, stride)]),
+        Ok((_, DataLayout::Nested { block_len, levels })) => (block_len, levels),
+        // Contiguous and lists are split by `groups`; too many irregular extents is no error yet.
+        Ok(_) | Err(DescriptorError::TooManyExtents { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if total <= max_transfer {
+        return Ok(Some(vec![(0, extents.to_vec())]));
+    }
+    if block_len > max_transfer {
+        return Ok(None);
+    }
+    // blocks[j] = blocks in one instance of level j (blocks[0] = 1: a block).
+    let mut blocks = vec![1u64];
+    for &(count, _) in &levels {
+        blocks.push(blocks.last().copied().unwrap_or(1).saturating_mul(count));
+    }
+    // The whole pattern exceeds the cap, so the largest level that fits is below the top.
+    let j = (0..levels.len()).rev().find(|&j| blocks[j].saturating_mul(block_len) <= max_transfer).unwrap_or(0);
+    let per_group = (max_transfer / (blocks[j] * block_len)).min(levels[j].0) * blocks[j];
+    let outer = blocks[j + 1];
+    let mut out = Vec::new();
+    let mut stream = 0u64;
+    let n = extents.len() as u64;
+    for instance in (0..n).step_by(outer as usize) {
+        let instance_end = (instance + outer).min(n);
+        for first in (instance..instance_end).step_by(per_group as usize) {
+            let group = extents[first as usize..(first + per_group).min(instance_end) as usize].to_vec();
+            let len: u64 = group.iter().map(|e| e.len).sum();
+            out.push((stream, group));
+            stream += len;
+        }
+    }
+    Ok(Some(out))
+}
+
 /// Splits the extents into runs of at most `max_transfer` bytes and `SGL_ENTRIES_MAX` extents
 /// (one extent per run in `Iterative` mode), each with its stream start.
-fn groups(extents: &[Extent], mode: Mode, max_transfer: u64) -> Vec<(u64, Vec<Extent>)> {
+fn groups(extents: &[Extent], mode: Mode, max_transfer: u64) -> Groups {
     let per_group = if mode == Mode::Iterative { 1 } else { SGL_ENTRIES_MAX as usize };
     let mut out = Vec::new();
     let (mut stream, mut group_start, mut group_len) = (0u64, 0u64, 0u64);
@@ -87,9 +146,19 @@ fn describe(stream_start: u64, group: &[Extent], mode: Mode, out: &mut Vec<SlotC
         Mode::Iterative | Mode::Sgl if group.len() == 1 => (group[0].offset, DataLayout::Contiguous),
         Mode::Iterative => unreachable!("iterative groups hold one extent"),
         Mode::Sgl => sgl(group),
-        Mode::Auto => choose_descriptor(group)?,
-        Mode::Strided => match choose_descriptor(group)? {
-            (_, DataLayout::List(_)) => {
+        Mode::Auto | Mode::Strided => match choose_descriptor(group) {
+            Err(DescriptorError::TooManyExtents { .. }) => {
+                // Only a group cut from a regular pattern can be this long; should its cut not
+                // read as regular, it still goes out, as lists of bounded length.
+                let mut at = stream_start;
+                for part in group.chunks(SGL_ENTRIES_MAX as usize) {
+                    describe(at, part, mode, out)?;
+                    at += part.iter().map(|e| e.len).sum::<u64>();
+                }
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+            Ok((_, DataLayout::List(_))) if mode == Mode::Strided => {
                 // Irregular: one contiguous command per extent rather than an SGL.
                 let mut at = stream_start;
                 for e in group {
@@ -98,7 +167,7 @@ fn describe(stream_start: u64, group: &[Extent], mode: Mode, out: &mut Vec<SlotC
                 }
                 return Ok(());
             }
-            regular => regular,
+            Ok(chosen) => chosen,
         },
     };
     out.push(SlotCommand { stream_start, len, offset: chosen.0, layout: chosen.1 });
@@ -209,7 +278,96 @@ mod tests {
         assert_eq!(buffer_runs(&pieces, &starts, 9, 1), vec![(1, 1)]);
     }
 
+    /// One object's plan holding exactly `extents` (which must not touch one another).
+    fn slot(extents: &[Extent]) -> PerOsdPlan {
+        let mut at = 0;
+        let pieces = extents
+            .iter()
+            .map(|x| {
+                let p = Piece { object_offset: x.offset, len: x.len, buffer_offset: at };
+                at += x.len;
+                p
+            })
+            .collect();
+        PerOsdPlan { slot: 0, pieces }
+    }
+
+    fn is_regular(c: &SlotCommand) -> bool {
+        matches!(c.layout, DataLayout::Strided { .. } | DataLayout::Nested { .. } | DataLayout::Contiguous)
+    }
+
+    #[test]
+    fn many_blocks_under_the_cap_are_one_strided_command() {
+        // More blocks than an SGL may hold: still one strided command, not one per SGL's worth.
+        let n = SGL_ENTRIES_MAX + 1000;
+        let p = slot(&(0..n).map(|i| e(i * 3, 1)).collect::<Vec<_>>());
+        for mode in [Mode::Auto, Mode::Strided] {
+            let cmds = slot_commands(&p, mode, 1 << 20).unwrap();
+            assert_eq!(cmds, vec![SlotCommand { stream_start: 0, len: n, offset: 0, layout: DataLayout::Strided { stride: 3, block_len: 1 } }]);
+        }
+        // The SGL mode has to split at the list bound.
+        assert_eq!(slot_commands(&p, Mode::Sgl, 1 << 20).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn regular_patterns_past_the_cap_are_cut_on_their_own_boundaries() {
+        // 3 planes of 5 rows of 4 blocks of 10 bytes (one row = 40 bytes, one plane = 200),
+        // the very last block short.
+        let mut grid: Vec<Extent> =
+            (0..3).flat_map(|z| (0..5).flat_map(move |y| (0..4).map(move |x| e(z * 10_000 + y * 100 + x * 16, 10)))).collect();
+        grid.last_mut().unwrap().len = 7;
+        let p = slot(&grid);
+        // Cap 130: three whole rows (120 bytes) per command, never across a plane: 3 + 2 rows per plane.
+        let cmds = slot_commands(&p, Mode::Auto, 130).unwrap();
+        assert_eq!(cmds.len(), 6);
+        assert!(cmds.iter().all(is_regular), "{cmds:?}");
+        assert_eq!(cmds[0].layout, DataLayout::Nested { block_len: 10, levels: vec![(4, 16), (3, 100)] });
+        assert_eq!((cmds[1].offset, cmds[1].len), (300, 80));
+        assert_eq!((cmds[2].offset, cmds[2].len), (10_000, 120));
+        assert_eq!(expand(&cmds), p.object_extents());
+        // Cap 25: two blocks per command, never across a row.
+        let cmds = slot_commands(&p, Mode::Strided, 25).unwrap();
+        assert_eq!(cmds.len(), 30);
+        assert!(cmds.iter().all(|c| matches!(c.layout, DataLayout::Strided { stride: 16, block_len: 10 })), "{cmds:?}");
+        assert_eq!(cmds.last().unwrap().len, 17);
+        // A block larger than the cap: blocks are split like any extent.
+        let cmds = slot_commands(&p, Mode::Auto, 8).unwrap();
+        assert!(cmds.iter().all(|c| c.len <= 8));
+        assert_eq!(expand(&cmds), p.object_extents());
+    }
+
+    /// A random 1..3-level grid of blocks (the last one maybe short), as a slot's extents.
+    fn grids() -> impl Strategy<Value = Vec<Extent>> {
+        (1u64..12, prop::collection::vec((1u64..6, 1u64..30), 1..4), any::<bool>()).prop_map(|(block, dims, short)| {
+            let mut pts = vec![0u64];
+            let mut span = block;
+            for (count, gap) in dims {
+                let stride = span + gap;
+                pts = (0..count).flat_map(|i| pts.iter().map(move |p| p + i * stride)).collect();
+                span += (count - 1) * stride;
+            }
+            let n = pts.len();
+            pts.iter().enumerate().map(|(i, &p)| e(p, if short && i + 1 == n && block > 1 { block - 1 } else { block })).collect()
+        })
+    }
+
     proptest! {
+        /// Goal: a regular slot stays regular at any cap at least one block long: every command
+        /// is strided, nested or contiguous, within the cap, and together they carry the stream.
+        #[test]
+        fn regular_slots_stay_regular_at_any_cap(grid in grids(), cap in 1u64..400) {
+            let p = slot(&grid);
+            let block = grid[0].len;
+            for mode in [Mode::Auto, Mode::Strided] {
+                let cmds = slot_commands(&p, mode, cap).unwrap();
+                prop_assert!(cmds.iter().all(|c| c.len <= cap && c.len > 0));
+                prop_assert_eq!(expand(&cmds), p.object_extents());
+                if cap >= block {
+                    prop_assert!(cmds.iter().all(is_regular), "cap {}: {:?}", cap, cmds);
+                }
+            }
+        }
+
         /// Goal: in every mode and at every cap, the commands carry exactly the slot's stream,
         /// in order, each within the cap. Method: random extent lists over random layouts.
         #[test]

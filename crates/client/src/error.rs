@@ -70,8 +70,9 @@ pub enum ClientError {
         #[source]
         source: DescriptorError,
     },
-    /// The buffer passed with an extent list does not hold exactly the extents' bytes.
-    #[error("{path}: the extents total {extents_len} bytes but the buffer holds {buffer_len}")]
+    /// The memory passed with an extent list or pattern (one buffer, or a list of regions)
+    /// does not hold exactly the file extents' bytes.
+    #[error("{path}: the file extents total {extents_len} bytes but the memory holds {buffer_len}")]
     BufferLength { path: String, extents_len: u64, buffer_len: u64 },
     /// An OSD reported an object length that puts the file past 2^64 bytes.
     #[error("{path}: the data objects' lengths give a size past 2^64 bytes")]

@@ -57,8 +57,12 @@ impl File {
         self.write_through = on;
     }
 
-    fn striped(&self) -> StripedFile<'_> {
+    pub(crate) fn striped(&self) -> StripedFile<'_> {
         StripedFile { pool: &self.inner.pool, layout: &self.layout, path: &self.path }
+    }
+
+    pub(crate) fn write_through(&self) -> bool {
+        self.write_through
     }
 
     /// Reads up to `buf.len()` bytes at `offset`; returns how many lie before end of file.
@@ -88,7 +92,8 @@ impl File {
     /// Reads a list of file extents into `buf`, which holds them end to end in the order given
     /// (the MPI-IO / lio convention); `buf.len()` must equal their total. Each OSD gets one
     /// command (more only past the transfer cap), described as `mode` allows. Bytes past end
-    /// of file read as zeros.
+    /// of file read as zeros. [`crate::list_io`] has the forms with many memory regions,
+    /// offset vectors, strided and subarray patterns.
     pub fn read_extents(&self, extents: &[Extent], buf: &mut [u8], mode: Mode) -> Result<(), ClientError> {
         self.striped().read(extents, buf, mode).map(drop)
     }

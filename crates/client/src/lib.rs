@@ -7,8 +7,14 @@
 //! - [`dir`]: [`Dir`], an open directory for the `*at()` calls (one request each, no walk).
 //! - [`mod@file`]: [`File`], an open file holding its layout: `pread`, `pwrite`, extent-list I/O,
 //!   `read_to_end`, `set_len`, `fsync`, `stat`.
+//! - [`list_io`]: PVFS list I/O on a [`File`]: `read_list` / `write_list` (memory regions and
+//!   file extents, each non-contiguous, equal totals), `pread_vec` / `pwrite_vec` (a buffer per
+//!   offset), `read_strided` / `write_strided`, `read_subarray` / `write_subarray`.
+//! - [`patterns`]: [`StridedPattern`] and [`Subarray`] (N-D, row-major), which expand to extents.
+//! - [`extent_list`]: the `OFFSET LENGTH` text format of `tessera get --pieces`, [`extent_list::parse`].
 //! - [`striped_io`]: one command list per object, all OSDs in parallel, pipelined per OSD.
 //! - [`command_plan`]: a slot's pieces -> commands under a [`Mode`] and a transfer cap; pure.
+//! - [`memory`]: the caller's memory regions as one stream, sliced in place.
 //! - [`objects`]: per-object FLUSH and logical-length reads over a whole file.
 //! - [`pool`]: a few lazily logged-in iSCSI sessions per OSD.
 //! - [`path`]: path syntax (`.`/`..`, no working directory).
@@ -39,14 +45,13 @@
 //!
 //! # Striped I/O
 //!
-//! A request (one range, or a list of file extents over one buffer) is planned with
+//! A request (one range, or a list of file extents over one buffer or many memory regions) is planned with
 //! `tessera_layout::plan` into one piece list per data object; each object gets one command,
 //! described by a contiguous, strided, nested or SGL descriptor as [`Mode`] allows, split only
 //! past the transfer cap (the configured `max_transfer_bytes`, at most four negotiated
 //! MaxBurstLengths). Every object's commands run on their own thread, up to four in flight per
-//! object over the OSD's sessions. Write data is the caller's slice when a command's bytes are
-//! adjacent in the caller's buffer, and a gathered copy only when they are not (see
-//! `striped_io`).
+//! object over the OSD's sessions. Write data leaves from the caller's buffer: in place as a gather list, or packed
+//! into one copy when its runs are small (see `striped_io`).
 //!
 //! # Durability
 //!
@@ -66,10 +71,14 @@ pub mod command_plan;
 pub mod config;
 pub mod dir;
 pub mod error;
+pub mod extent_list;
 pub mod file;
+pub mod list_io;
 pub mod mds_router;
+pub mod memory;
 pub mod objects;
 pub mod path;
+pub mod patterns;
 pub mod pool;
 pub mod striped_io;
 
@@ -78,6 +87,8 @@ pub use command_plan::Mode;
 pub use config::{ClusterConfig, ConfigError, MdsEntry, OsdEntry};
 pub use dir::Dir;
 pub use error::{ClientError, MdsLinkError};
+pub use extent_list::ExtentListError;
 pub use file::File;
+pub use patterns::{PatternError, StridedPattern, Subarray};
 pub use tessera_layout::Extent;
 pub use tessera_mds_proto::{Attr, DirEntry, FileLayout, FileType, FsError, InodeId, StatFs, StripeHint};

@@ -1,18 +1,18 @@
-//! Striped reads and writes: a file-level extent list over a caller's buffer becomes one command
-//! list per slot ([`crate::command_plan`]), every slot runs on its own thread so all OSDs work
-//! at once, and within a slot up to [`PIPELINE_DEPTH`] commands are in flight over the OSD's
-//! sessions. Reads scatter each reply into the caller's buffer; writes send the caller's bytes.
+//! Striped reads and writes: a file-level extent list over the caller's memory (one buffer, or a
+//! list of regions seen end to end, [`crate::memory`]) becomes one command list per slot
+//! ([`crate::command_plan`]), every slot runs on its own thread so all OSDs work at once, and
+//! within a slot up to [`PIPELINE_DEPTH`] commands are in flight over the OSD's sessions. Reads
+//! scatter each reply into the caller's memory; writes send the caller's bytes.
 //!
-//! Write gather: `OsdClient::write_layout` takes one contiguous `&[u8]` per command. When a
-//! command's bytes are one run of the caller's buffer (always for a contiguous request) that
-//! slice goes out as is; only when they are several non-adjacent runs (a strided or list
-//! request) are they copied into one buffer first. A gather list per command in the OSD client
-//! would remove that copy (the session below already sends gather lists).
+//! Write gather: each command's bytes are its runs of the caller's buffer (one run for a
+//! contiguous request; several non-adjacent ones for a strided or list request), handed to
+//! `OsdClient::write_scattered`, which sends them in place as a gather list when the runs are
+//! large and packs them into one buffer first when they are small (seed 003's hybrid; the
+//! threshold is `GATHER_MIN_PIECE_BYTES`, measured in docs/noncontiguous.md).
 //!
 //! Read scatter: the OSD client returns each reply in its own `Vec`, which is copied into the
 //! caller's runs; a scatter list in the client would let the session write Data-In in place.
 
-use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -22,6 +22,7 @@ use tessera_types::ObjectAddr;
 
 use crate::command_plan::{buffer_runs, piece_starts, slot_commands, Mode, SlotCommand};
 use crate::error::ClientError;
+use crate::memory::{self, Carver, Source};
 use crate::pool::{Lease, OsdPool};
 
 /// Commands in flight per slot. Each slot has its own thread, so a stripe over C objects keeps
@@ -81,18 +82,20 @@ impl StripedFile<'_> {
     /// Writes `buf` (the extents' bytes end to end) to the extents. `fua` makes each WRITE
     /// durable before it is acknowledged.
     pub fn write(&self, extents: &[Extent], buf: &[u8], mode: Mode, fua: bool) -> Result<(), ClientError> {
-        self.check_len(extents, buf.len())?;
+        self.write_regions(extents, &[buf], mode, fua)
+    }
+
+    /// [`StripedFile::write`] from memory regions that hold the extents' bytes end to end.
+    pub fn write_regions(&self, extents: &[Extent], mem: &[&[u8]], mode: Mode, fua: bool) -> Result<(), ClientError> {
+        self.check_len(extents, memory::total_len(mem.iter().map(|r| r.len())))?;
+        let mem = Source::new(mem);
         let work = self.slot_work(extents, mode, |p, starts, cmd| {
             let runs = buffer_runs(&p.pieces, starts, cmd.stream_start, cmd.len);
-            let data: Cow<'_, [u8]> = match runs.as_slice() {
-                [(at, len)] => Cow::Borrowed(&buf[*at as usize..(*at + *len) as usize]),
-                _ => Cow::Owned(runs.iter().flat_map(|&(at, len)| &buf[at as usize..(at + len) as usize]).copied().collect()),
-            };
-            (cmd, data)
+            (cmd, mem.runs(&runs))
         })?;
-        self.run(work, |lease, addr, (cmd, data)| {
-            debug_assert_eq!(data.len() as u64, cmd.len);
-            lease.conn.write_layout(addr, cmd.offset, &data, cmd.layout, fua)
+        self.run(work, |lease, addr, (cmd, slices)| {
+            debug_assert_eq!(slices.iter().map(|s| s.len() as u64).sum::<u64>(), cmd.len);
+            lease.conn.write_scattered(addr, cmd.offset, &slices, cmd.layout, fua)
         })
     }
 
@@ -100,13 +103,18 @@ impl StripedFile<'_> {
     /// says whether any command reached past an object's end, in which case the caller must
     /// learn the file size to tell a hole from end of file.
     pub fn read(&self, extents: &[Extent], buf: &mut [u8], mode: Mode) -> Result<bool, ClientError> {
-        self.check_len(extents, buf.len())?;
-        // Plan first with run lists, then hand each command its disjoint slices of `buf`.
+        self.read_regions(extents, vec![buf], mode)
+    }
+
+    /// [`StripedFile::read`] into memory regions that take the extents' bytes end to end.
+    pub fn read_regions(&self, extents: &[Extent], mem: Vec<&mut [u8]>, mode: Mode) -> Result<bool, ClientError> {
+        self.check_len(extents, memory::total_len(mem.iter().map(|r| r.len())))?;
+        // Plan first with run lists, then hand each command its disjoint slices of the memory.
         let work = self.slot_work(extents, mode, |p, starts, cmd| {
             let runs = buffer_runs(&p.pieces, starts, cmd.stream_start, cmd.len);
             (cmd, runs)
         })?;
-        let mut dests = split_runs(buf, &work);
+        let mut dests = split_runs(mem, &work);
         let work: Vec<SlotWork<ReadJob<'_>>> = work
             .into_iter()
             .enumerate()
@@ -131,12 +139,13 @@ impl StripedFile<'_> {
         Ok(past_end.into_inner())
     }
 
-    fn check_len(&self, extents: &[Extent], buffer_len: usize) -> Result<(), ClientError> {
+    /// The memory (`None`: more than 2^64 bytes) must hold exactly the extents' bytes.
+    fn check_len(&self, extents: &[Extent], buffer_len: Option<u64>) -> Result<(), ClientError> {
         let total = extents.iter().try_fold(0u64, |a, e| a.checked_add(e.len));
-        match total {
-            Some(t) if t == buffer_len as u64 => Ok(()),
-            Some(t) => Err(ClientError::BufferLength { path: self.path.to_string(), extents_len: t, buffer_len: buffer_len as u64 }),
-            None => Err(ClientError::Extents { path: self.path.to_string(), source: tessera_layout::PlanError::TotalOverflow }),
+        match (total, buffer_len) {
+            (Some(t), Some(b)) if t == b => Ok(()),
+            (Some(t), b) => Err(ClientError::BufferLength { path: self.path.to_string(), extents_len: t, buffer_len: b.unwrap_or(u64::MAX) }),
+            (None, _) => Err(ClientError::Extents { path: self.path.to_string(), source: tessera_layout::PlanError::TotalOverflow }),
         }
     }
 
@@ -148,6 +157,17 @@ impl StripedFile<'_> {
         work: Vec<SlotWork<J>>,
         op: impl Fn(&Lease, ObjectAddr, J) -> Result<(), tessera_initiator::osd_client::OsdError> + Sync,
     ) -> Result<(), ClientError> {
+        if let [only] = work.as_slice() {
+            if only.jobs.len() == 1 {
+                // One command: run it on the caller's thread. Spawning a slot thread and a
+                // worker costs more than a small command itself, and far more on a busy
+                // machine, where a new thread waits for a core.
+                let slot = work.into_iter().next().expect("one slot");
+                let job = slot.jobs.into_iter().next().expect("one command");
+                let lease = self.pool.lease(slot.osd, slot.object_id, self.path)?;
+                return op(&lease, slot.addr, job).map_err(|e| self.pool.fail(&lease, slot.object_id, e));
+            }
+        }
         let failed = AtomicBool::new(false);
         let first_error: Mutex<Option<ClientError>> = Mutex::new(None);
         let record = |e: ClientError| {
@@ -194,33 +214,29 @@ type Runs = Vec<(u64, u64)>;
 type Dests<'b> = Vec<&'b mut [u8]>;
 type ReadJob<'b> = (SlotCommand, Dests<'b>);
 
-/// Splits `buf` into the runs of every command: `out[slot][command]` is that command's
-/// destination slices in stream order. Every buffer byte belongs to exactly one piece, so the
-/// runs tile the buffer and the slices are disjoint by construction.
-fn split_runs<'b, J>(buf: &'b mut [u8], work: &[SlotWork<(J, Runs)>]) -> Vec<Vec<Dests<'b>>> {
-    let mut all: Vec<(u64, u64, usize, usize, usize)> = Vec::new(); // (offset, len, slot, command, run)
+/// Splits the memory regions into the runs of every command: `out[slot][command]` is that
+/// command's destination slices in stream order (a run crossing regions gives one slice per
+/// region). Every memory byte belongs to exactly one piece, so the runs tile the memory stream
+/// and the slices are disjoint by construction.
+fn split_runs<'b, J>(mem: Vec<&'b mut [u8]>, work: &[SlotWork<(J, Runs)>]) -> Vec<Vec<Dests<'b>>> {
+    let mut all: Vec<(u64, u64, usize, usize)> = Vec::new(); // (offset, len, slot, command)
     for (s, w) in work.iter().enumerate() {
         for (c, (_, runs)) in w.jobs.iter().enumerate() {
-            for (r, &(at, len)) in runs.iter().enumerate() {
-                all.push((at, len, s, c, r));
-            }
+            all.extend(runs.iter().map(|&(at, len)| (at, len, s, c)));
         }
     }
+    // A command's runs already grow through the stream, so this keeps each command's order.
     all.sort_unstable();
-    let mut out: Vec<Vec<Vec<Option<&'b mut [u8]>>>> =
-        work.iter().map(|w| w.jobs.iter().map(|(_, runs)| (0..runs.len()).map(|_| None).collect()).collect()).collect();
-    let mut rest = buf;
+    let mut out: Vec<Vec<Dests<'b>>> = work.iter().map(|w| w.jobs.iter().map(|_| Vec::new()).collect()).collect();
+    let mut carver = Carver::new(mem);
     let mut at = 0u64;
-    for (offset, len, s, c, r) in all {
-        assert_eq!(offset, at, "buffer runs must tile the buffer");
-        let (head, tail) = std::mem::take(&mut rest).split_at_mut(len as usize);
-        out[s][c][r] = Some(head);
-        rest = tail;
+    for (offset, len, s, c) in all {
+        assert_eq!(offset, at, "buffer runs must tile the memory");
+        carver.take(len, &mut out[s][c]);
         at += len;
     }
-    assert!(rest.is_empty(), "buffer runs must cover the buffer");
-    // Every run was filled just above.
-    out.into_iter().map(|s| s.into_iter().map(|c| c.into_iter().map(|r| r.expect("run filled")).collect()).collect()).collect()
+    assert!(carver.is_done(), "buffer runs must cover the memory");
+    out
 }
 
 /// Copies `data` across `dest` in order; whatever `data` does not reach is zeroed (a

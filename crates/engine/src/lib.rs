@@ -22,6 +22,7 @@ pub mod object;
 pub mod pages;
 mod query;
 pub mod quotas;
+pub mod security_store;
 pub mod store;
 mod zero_copy;
 
@@ -29,6 +30,7 @@ pub use config::EngineConfig;
 pub use engine::{Engine, DB_FILE, OBJECTS_DIR};
 pub use error::{CommandError, IoOp, StorageError};
 pub use object::ObjectKind;
+pub use security_store::{ObjectSecurity, StoredKey};
 pub use store::file::FileStore;
 pub use store::mem::MemStore;
 pub use store::{MapExtent, ObjectData, Piece};

@@ -13,6 +13,8 @@ pub mod rel {
     pub const QUOTAS: u32 = 2;
     pub const TIMESTAMPS: u32 = 3;
     pub const COLLECTIONS: u32 = 4;
+    /// Policy/security: stored as given (the policy/access tag; docs/security.md).
+    pub const POLICY: u32 = 5;
     /// First application-defined page.
     pub const APPLICATION_FIRST: u32 = 0x1_0000;
     /// Size of each object type's page range.
@@ -118,6 +120,7 @@ pub fn classify(kind: ObjectKind, page: u32) -> PageClass {
         rel::QUOTAS if kind != ObjectKind::Collection => PageClass::Quotas,
         rel::TIMESTAMPS => PageClass::Timestamps,
         rel::COLLECTIONS if kind == ObjectKind::User => PageClass::Collections,
+        rel::POLICY => PageClass::Stored,
         r if r >= rel::APPLICATION_FIRST => PageClass::Stored,
         _ => PageClass::Unsupported,
     }
@@ -213,6 +216,10 @@ pub enum Settable {
 }
 
 pub fn settable(kind: ObjectKind, page: u32, number: u32) -> Settable {
+    // The policy/security page holds only the policy/access tag (docs/security.md).
+    if page.checked_sub(kind.page_base()) == Some(rel::POLICY) {
+        return if number == crate::security_store::POLICY_ACCESS_TAG { Settable::Stored } else { Settable::ReadOnly };
+    }
     match classify(kind, page) {
         PageClass::Stored => Settable::Stored,
         PageClass::Information if number == info::NAME => Settable::Stored,
@@ -279,6 +286,9 @@ mod tests {
         assert_eq!(settable(ObjectKind::Root, 0x9000_0001, info::NAME), Settable::Stored);
         assert_eq!(settable(ObjectKind::Partition, 0x3000_0002, quota::CAPACITY), Settable::StoredU64);
         assert_eq!(settable(ObjectKind::User, 4, 7), Settable::Membership);
+        assert_eq!(settable(ObjectKind::User, 5, 1), Settable::Stored);
+        assert_eq!(settable(ObjectKind::Partition, 0x3000_0005, 1), Settable::Stored);
+        assert_eq!(settable(ObjectKind::User, 5, 2), Settable::ReadOnly);
     }
 
     #[test]

@@ -7,13 +7,24 @@
 //! through the Current Command attributes page (OSD-2 r05 §7.1.2.25), which every creating
 //! method asks for in the same command.
 //!
+//! Under capability security each command is signed with a [`Credential`]: given explicitly
+//! ([`OsdClient::execute_as`]) or found by the client's [`CredentialSource`] for the command's
+//! object. The answer's response and Data-In integrity values are checked before anything of it
+//! is returned (docs/security.md).
+//!
 //! Files: this one holds the client, [`OsdReply`], [`OsdError`] and `execute`;
 //! `objects.rs` creation, removal and listing; `io.rs` data commands; `attrs.rs` attributes,
-//! QUERY, member commands and Tessera's atomics.
+//! QUERY, member commands and Tessera's atomics; `keys.rs` SET KEY and SET MASTER KEY.
 
 mod attrs;
 mod io;
+mod keys;
 mod objects;
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tessera_security::{Credential, NonceSource, ResponseError, SignError};
 
 use tessera_osd_proto::attr_list::RetrievedList;
 use tessera_osd_proto::{
@@ -23,7 +34,8 @@ use tessera_osd_proto::{
 use tessera_scsi::{ScsiRequest, ScsiStatus, ScsiTransport, Sense, SenseKey, TransportError};
 use thiserror::Error;
 
-pub use io::ReadResult;
+pub use io::{gathers, ReadResult, GATHER_MIN_PIECE_BYTES};
+pub use keys::fresh_seed;
 pub use objects::ListParams;
 
 /// Why an OSD command did not succeed. Every variant names the peer; a refusal also names the
@@ -47,6 +59,17 @@ pub enum OsdError {
     },
     #[error("OSD {peer} did not return {what} for {service_action:?}")]
     Missing { peer: String, service_action: ServiceAction, what: &'static str },
+    #[error("the answer of OSD {peer} to {service_action:?} failed its integrity check: {source}")]
+    Integrity {
+        peer: String,
+        service_action: ServiceAction,
+        #[source]
+        source: ResponseError,
+    },
+    #[error("cannot sign the request: {0}")]
+    Sign(#[from] SignError),
+    #[error(transparent)]
+    Keys(#[from] tessera_security::ManagerError),
 }
 
 impl OsdError {
@@ -94,6 +117,38 @@ const UNIT_ATTENTION_RETRIES: u32 = 3;
 pub struct OsdClient<T: ScsiTransport> {
     transport: T,
     lun: u64,
+    credentials: Option<Arc<dyn CredentialSource>>,
+    nonces: NonceSource,
+}
+
+/// Where an [`OsdClient`] finds the credential for a command it was not handed one for.
+/// `None` sends the command NOSEC.
+pub trait CredentialSource: Send + Sync {
+    fn credential(&self, command: &Command) -> Option<Arc<Credential>>;
+}
+
+/// One credential for every command (a test, or a tool acting on one object).
+impl CredentialSource for Credential {
+    fn credential(&self, _command: &Command) -> Option<Arc<Credential>> {
+        Some(Arc::new(self.clone()))
+    }
+}
+
+fn is_unit_attention(response: &tessera_scsi::ScsiResponse) -> bool {
+    response.status == ScsiStatus::CheckCondition && response.sense.as_ref().is_some_and(|s| s.key == SenseKey::UnitAttention)
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A random start for this client's nonce counter, from the standard library's randomly
+/// seeded hasher (OS randomness), so two clients do not walk the same sequence.
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(now_ms());
+    h.finish()
 }
 
 /// The (partition, object) a command addresses, for error messages.
@@ -131,8 +186,18 @@ fn object_of(command: &Command) -> (u64, u64) {
 }
 
 impl<T: ScsiTransport> OsdClient<T> {
+    /// A client that sends every command NOSEC.
     pub fn new(transport: T, lun: u64) -> Self {
-        OsdClient { transport, lun }
+        OsdClient { transport, lun, credentials: None, nonces: NonceSource::new(random_u64()) }
+    }
+
+    /// A client that signs each command with the credential `source` gives for it.
+    pub fn with_credentials(transport: T, lun: u64, source: Arc<dyn CredentialSource>) -> Self {
+        OsdClient { credentials: Some(source), ..Self::new(transport, lun) }
+    }
+
+    pub fn set_credentials(&mut self, source: Option<Arc<dyn CredentialSource>>) {
+        self.credentials = source;
     }
 
     pub fn transport(&self) -> &T {
@@ -159,22 +224,42 @@ impl<T: ScsiTransport> OsdClient<T> {
 
     /// [`OsdClient::execute`], receiving Data-In into `buffer` (e.g. the `data` of an earlier
     /// reply) instead of a fresh allocation.
-    pub fn execute_with_buffer(&self, builder: &OsdRequestBuilder<'_>, mut buffer: Vec<u8>) -> Result<OsdReply, OsdError> {
+    pub fn execute_with_buffer(&self, builder: &OsdRequestBuilder<'_>, buffer: Vec<u8>) -> Result<OsdReply, OsdError> {
+        let credential = self.credentials.as_ref().and_then(|s| s.credential(&builder.command));
+        self.execute_signed(builder, credential.as_deref(), buffer)
+    }
+
+    /// [`OsdClient::execute`] signed with `credential`, whatever the client's own source says.
+    pub fn execute_as(&self, builder: &OsdRequestBuilder<'_>, credential: &Credential) -> Result<OsdReply, OsdError> {
+        self.execute_signed(builder, Some(credential), Vec::new())
+    }
+
+    fn execute_signed(&self, builder: &OsdRequestBuilder<'_>, credential: Option<&Credential>, mut buffer: Vec<u8>) -> Result<OsdReply, OsdError> {
         let service_action = builder.command.service_action();
-        let encoded = builder.encode()?;
-        let pieces = encoded.data_out();
-        let request = ScsiRequest { lun: self.lun, cdb: &encoded.cdb, data_out: &pieces, data_in_len: encoded.data_in_len };
         let mut attempts = 0;
-        let response = loop {
-            let response = self.transport.execute_into(&request, std::mem::take(&mut buffer))?;
-            let unit_attention = response.status == ScsiStatus::CheckCondition
-                && response.sense.as_ref().is_some_and(|s| s.key == SenseKey::UnitAttention);
+        // Each attempt is signed afresh: a resent command needs a new nonce.
+        let (encoded, signed, response) = loop {
+            let mut encoded = builder.encode()?;
+            let signed = credential.map(|c| c.sign(&mut encoded, self.nonces.next(now_ms()))).transpose()?;
+            let response = {
+                let pieces = encoded.data_out();
+                let request = ScsiRequest { lun: self.lun, cdb: &encoded.cdb, data_out: &pieces, data_in_len: encoded.data_in_len };
+                self.transport.execute_into(&request, std::mem::take(&mut buffer))?
+            };
             attempts += 1;
-            if !unit_attention || attempts > UNIT_ATTENTION_RETRIES {
-                break response;
+            if !is_unit_attention(&response) || attempts > UNIT_ATTENTION_RETRIES {
+                break (encoded, signed, response);
             }
             tracing::debug!(peer = %self.peer(), sense = ?response.sense, "unit attention; resending");
         };
+        let mut data_in = response.data_in;
+        let completed = response.status == ScsiStatus::Good
+            || response.sense.as_ref().is_some_and(|s| s.key == SenseKey::RecoveredError);
+        if let (Some(signed), true) = (&signed, completed) {
+            signed
+                .verify(response.status.code(), response.sense.as_ref(), &encoded.placement, &mut data_in)
+                .map_err(|source| OsdError::Integrity { peer: self.peer(), service_action, source })?;
+        }
         let recovered = match (response.status, response.sense) {
             (ScsiStatus::Good, _) => None,
             (ScsiStatus::CheckCondition, Some(sense)) if sense.key == SenseKey::RecoveredError => Some(sense),
@@ -185,7 +270,6 @@ impl<T: ScsiTransport> OsdClient<T> {
             (status, _) => return Err(OsdError::Status { peer: self.peer(), service_action, status }),
         };
         let placement = encoded.placement;
-        let mut data_in = response.data_in;
         let parsed = parse_data_in(&placement, &data_in)
             .map_err(|source| OsdError::Reply { peer: self.peer(), service_action, source })?;
         let (retrieved, members) = (parsed.retrieved, parsed.members);
@@ -210,5 +294,7 @@ impl<T: ScsiTransport> OsdClient<T> {
     }
 }
 
+#[cfg(test)]
+mod security_tests;
 #[cfg(test)]
 mod tests;

@@ -100,7 +100,7 @@ impl CommandAhs {
             out.resize(out.len() + pad_len(h.len() + ext.len()), 0);
         }
         if let Some(len) = self.bidi_read_len {
-            let mut h = [0u8; OFF_AHS_SPECIFIC + BIDI_AHS_LEN_FIELD as usize + 0];
+            let mut h = [0u8; OFF_AHS_SPECIFIC + BIDI_AHS_LEN_FIELD as usize];
             put_u16(&mut h, OFF_AHS_LEN, BIDI_AHS_LEN_FIELD);
             h[OFF_AHS_TYPE] = AHS_TYPE_BIDI_READ_LEN;
             put_u32(&mut h, OFF_AHS_SPECIFIC + 1, len);

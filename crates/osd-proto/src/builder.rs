@@ -55,8 +55,11 @@ pub struct OsdRequestBuilder<'a> {
     pub timestamps: TimestampsControl,
     pub set_attrs: Vec<Attribute>,
     pub get_attrs: GetAttrs,
-    /// Write data (WRITE, APPEND, CREATE AND WRITE), exactly the command's length.
+    /// Write data (WRITE, APPEND, CREATE AND WRITE), exactly the command's length: `data`, or,
+    /// when `data_pieces` is not empty, those slices end to end (a gather list the transport
+    /// sends as they are, so scattered caller buffers need no packing copy).
     pub data: &'a [u8],
+    pub data_pieces: &'a [&'a [u8]],
     pub security: SecurityFields,
     /// Continuation integrity check value (CAPKEY and above).
     pub continuation_icv: [u8; ICV_LEN],
@@ -71,6 +74,8 @@ enum Piece<'a> {
 pub struct EncodedRequest<'a> {
     pub cdb: [u8; CDB_LEN],
     pieces: Vec<Piece<'a>>,
+    /// `pieces[0]` is the continuation segment.
+    has_continuation: bool,
     pub placement: ReplyPlacement,
     /// Expected Data-In length to announce to the transport.
     pub data_in_len: u32,
@@ -97,6 +102,20 @@ impl<'a> EncodedRequest<'a> {
     pub fn data_out_vec(&self) -> Vec<u8> {
         self.data_out().concat()
     }
+
+    /// The continuation segment, for a signer to fill its integrity check value.
+    pub fn continuation_mut(&mut self) -> Option<&mut [u8]> {
+        match self.pieces.first_mut() {
+            Some(Piece::Owned(segment)) if self.has_continuation => Some(segment.as_mut_slice()),
+            _ => None,
+        }
+    }
+
+    /// Appends bytes after everything else in Data-Out (a signer's Data-Out integrity check
+    /// value; the caller put its offset in the CDB).
+    pub fn push_data_out(&mut self, bytes: Vec<u8>) {
+        self.pieces.push(Piece::Owned(bytes));
+    }
 }
 
 impl<'a> OsdRequestBuilder<'a> {
@@ -108,6 +127,7 @@ impl<'a> OsdRequestBuilder<'a> {
             set_attrs: Vec::new(),
             get_attrs: GetAttrs::None,
             data: &[],
+            data_pieces: &[],
             security: SecurityFields::default(),
             continuation_icv: [0; ICV_LEN],
         }
@@ -128,6 +148,12 @@ impl<'a> OsdRequestBuilder<'a> {
 
     pub fn data(mut self, data: &'a [u8]) -> Self {
         self.data = data;
+        self
+    }
+
+    /// Write data given as a gather list of slices, sent in order without being copied.
+    pub fn data_pieces(mut self, pieces: &'a [&'a [u8]]) -> Self {
+        self.data_pieces = pieces;
         self
     }
 
@@ -186,6 +212,7 @@ impl<'a> OsdRequestBuilder<'a> {
 
         let mut pieces = Vec::new();
         let mut at = 0u64;
+        let mut has_continuation = false;
         if let Some(desc) = fields.descriptor {
             let seg = continuation::encode_continuation(sa.code(), &self.continuation_icv, std::slice::from_ref(&desc));
             if !seg.is_empty() {
@@ -197,16 +224,19 @@ impl<'a> OsdRequestBuilder<'a> {
                 put_u32(&mut cdb, cdb::CONTINUATION_LEN, seg.len() as u32);
                 at += seg.len() as u64;
                 pieces.push(Piece::Owned(seg));
+                has_continuation = true;
             }
         }
         match fields.data {
             DataSource::None => {}
             DataSource::Caller(len) => {
-                if self.data.len() as u64 != len {
-                    return Err(BuildError::DataLength { expected: len, got: self.data.len() as u64 });
+                let given: &[&'a [u8]] = if self.data_pieces.is_empty() { std::slice::from_ref(&self.data) } else { self.data_pieces };
+                let got: u64 = given.iter().map(|d| d.len() as u64).sum();
+                if got != len {
+                    return Err(BuildError::DataLength { expected: len, got });
                 }
                 at += len;
-                pieces.push(Piece::Borrowed(self.data));
+                pieces.extend(given.iter().map(|d| Piece::Borrowed(d)));
             }
             DataSource::Params(block) => {
                 at += block.len() as u64;
@@ -221,7 +251,7 @@ impl<'a> OsdRequestBuilder<'a> {
         self.security.encode(&mut cdb);
         let placement = ReplyPlacement { data_len_max: fields.data_in_max, retrieved };
         let data_in_len = u32::try_from(placement.data_in_len()).map_err(|_| BuildError::TransferTooLarge)?;
-        Ok(EncodedRequest { cdb, pieces, placement, data_in_len })
+        Ok(EncodedRequest { cdb, pieces, has_continuation, placement, data_in_len })
     }
 
     /// Places `bytes` at the first encodable offset >= `*at`, padding as needed; returns the

@@ -108,6 +108,18 @@ pub fn decode_request<'a>(cdb: &[u8], data_out: &'a [u8]) -> Result<(Request<'a>
     Ok((request, placement))
 }
 
+/// The continuation segment (Data-Out bytes 0..CDB continuation length) of a command that
+/// [`decode_request`] accepted, if it has one: what a security checker verifies the
+/// continuation integrity check value over.
+pub fn continuation_segment<'a>(sa: ServiceAction, cdb: &[u8], data_out: &'a [u8]) -> Option<&'a [u8]> {
+    let raw = RawCdb::new(cdb)?;
+    let len = raw.u32(cdb::CONTINUATION_LEN) as usize;
+    if !uses_continuation(sa) || len == 0 {
+        return None;
+    }
+    data_out.get(..len)
+}
+
 fn uses_continuation(sa: ServiceAction) -> bool {
     matches!(sa, ServiceAction::Read | ServiceAction::Write | ServiceAction::CreateAndWrite | ServiceAction::Query)
 }

@@ -12,20 +12,23 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tessera_engine::{Engine, StorageError};
 use tessera_osd_proto::{
-    decode_request, encode_reply, AttrId, Command, FlushScope, GetAttrs, Options, Reply, Request,
+    decode_request, encode_reply, AttrId, Command, FlushScope, GetAttrs, Options, Reply, ReplyPlacement, Request,
     RetrievedAttr, ServiceAction, TimestampsControl,
 };
+use tessera_security::key_commands::is_key_command;
 use tessera_scsi::{FileDataIn, Nexus, ScsiOutcome, ScsiTask};
 use tessera_types::ObjectAddr;
 
+use crate::security_gate::{GateError, SecurityGate, TargetSecurity};
 use crate::spc::{CommandSet, DeviceIdentity};
 
 /// OSD peripheral device type (SPC-4 table 51).
 pub const OSD_DEVICE_TYPE: u8 = 0x11;
 
 /// Root-object page (in the root's application range) that reports the target's per-stage
-/// counters: 1 commands, 2 decode ns, 3 engine ns, 4 encode ns (each 8 bytes, big-endian,
-/// cumulative since start). Read-only; answered here, never stored.
+/// counters: 1 commands, 2 decode ns, 3 engine ns, 4 encode ns, 5 commands security let
+/// through, 6 commands security refused (each 8 bytes, big-endian, cumulative since start).
+/// Read-only; answered here, never stored.
 pub const STATS_PAGE: u32 = 0x9FFF_FF00;
 
 #[derive(Default)]
@@ -39,11 +42,24 @@ struct StageTimes {
 pub struct OsdCommandSet {
     engine: Engine,
     times: StageTimes,
+    /// Capability checks; None runs NOSEC (every command trusted).
+    security: Option<SecurityGate>,
 }
 
 impl OsdCommandSet {
+    /// A command set without security: every command is trusted (NOSEC).
     pub fn new(engine: Engine) -> Self {
-        OsdCommandSet { engine, times: StageTimes::default() }
+        OsdCommandSet { engine, times: StageTimes::default(), security: None }
+    }
+
+    /// A command set that checks every command's capability (docs/security.md).
+    pub fn with_security(engine: Engine, security: TargetSecurity) -> Result<Self, GateError> {
+        let gate = SecurityGate::open(&engine, security, now_ms())?;
+        Ok(OsdCommandSet { engine, times: StageTimes::default(), security: Some(gate) })
+    }
+
+    pub fn security(&self) -> Option<&SecurityGate> {
+        self.security.as_ref()
     }
 
     pub fn engine(&self) -> &Engine {
@@ -66,11 +82,14 @@ impl OsdCommandSet {
 
     fn stats_reply(&self) -> Reply {
         let t = &self.times;
+        let security = self.security.as_ref().map(|g| g.counters()).unwrap_or_default();
         let values = [
             t.commands.load(Ordering::Relaxed),
             t.decode_ns.load(Ordering::Relaxed),
             t.engine_ns.load(Ordering::Relaxed),
             t.encode_ns.load(Ordering::Relaxed),
+            security.authorized,
+            security.refused,
         ];
         let retrieved = values
             .iter()
@@ -104,7 +123,12 @@ impl CommandSet for Arc<OsdCommandSet> {
         DeviceIdentity::from_system_id(&self.engine.system_id())
     }
 
-    fn execute(&self, _nexus: &Nexus, task: &ScsiTask<'_>) -> ScsiOutcome {
+    fn execute(&self, nexus: &Nexus, task: &ScsiTask<'_>) -> ScsiOutcome {
+        if let Some(gate) = &self.security {
+            if is_key_command(task.cdb) {
+                return gate.key_command(&self.engine, nexus, task, now_ms());
+            }
+        }
         let times = &self.times;
         let t0 = Instant::now();
         let decoded = decode_request(task.cdb, task.data_out);
@@ -114,19 +138,38 @@ impl CommandSet for Arc<OsdCommandSet> {
             Ok(d) => d,
             Err(e) => return ScsiOutcome::check_condition(e.sense()),
         };
+        let Some(gate) = &self.security else { return self.run(task, &request, &placement, true) };
+        let auth = match gate.authorize(&self.engine, nexus, task, &request, now_ms()) {
+            Ok(a) => a,
+            Err(sense) => return ScsiOutcome::check_condition(sense),
+        };
+        let outcome = self.run(task, &request, &placement, !auth.seals_data_in());
+        gate.finish(&self.engine, &request, &auth, &placement, outcome)
+    }
+
+    fn lun_reset(&self) {}
+}
+
+impl OsdCommandSet {
+    /// Executes a decoded (and, under security, authorized) command. `by_reference` allows a
+    /// plain READ to answer with a file range instead of bytes.
+    fn run(&self, task: &ScsiTask<'_>, request: &Request<'_>, placement: &ReplyPlacement, by_reference: bool) -> ScsiOutcome {
+        let times = &self.times;
         let t1 = Instant::now();
-        let result = if is_stats_request(&request) {
+        let result = if is_stats_request(request) {
             Ok(self.stats_reply())
+        } else if !by_reference {
+            self.engine.execute(request, now_ms())
         } else {
             // Plain READs answer with where the bytes are; the transport sends them from the
             // page cache without a copy through this process.
-            match self.engine.read_by_reference(&request, now_ms()) {
+            match self.engine.read_by_reference(request, now_ms()) {
                 Ok(Some(read)) => {
                     times.engine_ns.fetch_add(nanos_since(t1), Ordering::Relaxed);
                     let data_in = FileDataIn { file: read.file, offset: read.offset, len: read.len, zeros: read.zeros };
                     return ScsiOutcome::from_file(data_in, read.recovered);
                 }
-                Ok(None) => self.engine.execute(&request, now_ms()),
+                Ok(None) => self.engine.execute(request, now_ms()),
                 Err(e) => Err(e),
             }
         };
@@ -137,15 +180,13 @@ impl CommandSet for Arc<OsdCommandSet> {
         };
         let t2 = Instant::now();
         let recovered = reply.recovered.clone();
-        let data_in = encode_reply(&placement, reply, task.data_in_len);
+        let data_in = encode_reply(placement, reply, task.data_in_len);
         times.encode_ns.fetch_add(nanos_since(t2), Ordering::Relaxed);
         match recovered {
             Some(sense) => ScsiOutcome::check_condition_with_data(sense, data_in),
             None => ScsiOutcome::good(data_in),
         }
     }
-
-    fn lun_reset(&self) {}
 }
 
 /// Decodes the statistics page values (as retrieved by a client) into

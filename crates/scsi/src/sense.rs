@@ -1,6 +1,7 @@
 //! Descriptor-format sense data (SPC-4 §4.5.2, response code 0x72) with the descriptors OSD-2
-//! uses: sense-key specific (type 0x02, carries the field pointer) and OSD object
-//! identification (type 0x06, OSD-2 r05 §4.14.2.1).
+//! uses: sense-key specific (type 0x02, carries the field pointer), OSD object identification
+//! (type 0x06, OSD-2 r05 §4.14.2.1) and OSD response integrity check value (type 0x07,
+//! §4.14.2.2: 32 bytes under CMDRSP and ALLDATA, also returned with GOOD status).
 //!
 //! Layout of the fixed part:
 //! ```text
@@ -21,6 +22,8 @@ const SENSE_KEY_SPECIFIC_TYPE: u8 = 0x02;
 const SENSE_KEY_SPECIFIC_LEN: usize = 8;
 const OSD_OBJECT_ID_TYPE: u8 = 0x06;
 const OSD_OBJECT_ID_LEN: usize = 32;
+const RESPONSE_ICV_TYPE: u8 = 0x07;
+pub const RESPONSE_ICV_LEN: usize = 32;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SenseKey {
@@ -93,11 +96,13 @@ pub struct Sense {
     pub ascq: u8,
     pub field_pointer: Option<FieldPointer>,
     pub osd_object: Option<OsdObjectSense>,
+    /// The OSD response integrity check value (CMDRSP, ALLDATA).
+    pub response_icv: Option<[u8; RESPONSE_ICV_LEN]>,
 }
 
 impl Sense {
     pub fn new(key: SenseKey, asc: u8, ascq: u8) -> Self {
-        Sense { key, asc, ascq, field_pointer: None, osd_object: None }
+        Sense { key, asc, ascq, field_pointer: None, osd_object: None, response_icv: None }
     }
 
     pub fn with_field(mut self, field: FieldPointer) -> Self {
@@ -107,6 +112,11 @@ impl Sense {
 
     pub fn with_object(mut self, object: OsdObjectSense) -> Self {
         self.osd_object = Some(object);
+        self
+    }
+
+    pub fn with_response_icv(mut self, icv: [u8; RESPONSE_ICV_LEN]) -> Self {
+        self.response_icv = Some(icv);
         self
     }
 
@@ -172,6 +182,11 @@ impl Sense {
             d[24..32].copy_from_slice(&o.object_id.to_be_bytes());
             out.extend_from_slice(&d);
         }
+        if let Some(icv) = self.response_icv {
+            out.push(RESPONSE_ICV_TYPE);
+            out.push(RESPONSE_ICV_LEN as u8);
+            out.extend_from_slice(&icv);
+        }
         out[7] = (out.len() - SENSE_HEADER_LEN) as u8;
         out
     }
@@ -219,6 +234,11 @@ impl Sense {
                         partition_id: u64::from_be_bytes(d[16..24].try_into().unwrap()),
                         object_id: u64::from_be_bytes(d[24..32].try_into().unwrap()),
                     });
+                }
+                RESPONSE_ICV_TYPE if len >= 2 + RESPONSE_ICV_LEN => {
+                    let mut icv = [0u8; RESPONSE_ICV_LEN];
+                    icv.copy_from_slice(&d[2..2 + RESPONSE_ICV_LEN]);
+                    sense.response_icv = Some(icv);
                 }
                 _ => {}
             }
@@ -290,6 +310,17 @@ mod tests {
             object_id: 0,
         });
         assert_eq!(Sense::decode(&s.encode()).unwrap(), s);
+    }
+
+    #[test]
+    fn response_icv_descriptor_round_trips() {
+        let s = Sense::new(SenseKey::NoSense, 0, 0).with_response_icv([0xA5; 32]);
+        let bytes = s.encode();
+        assert_eq!(&bytes[8..10], &[0x07, 32]);
+        assert_eq!(bytes.len(), 8 + 34);
+        assert_eq!(Sense::decode(&bytes).unwrap(), s);
+        let both = Sense::invalid_cdb_field(82).with_response_icv([1; 32]);
+        assert_eq!(Sense::decode(&both.encode()).unwrap(), both);
     }
 
     proptest! {

@@ -4,7 +4,8 @@
 //! absolute times on a shared 2-core machine mean little.
 
 use std::io::{BufReader, BufWriter, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -19,22 +20,32 @@ const OP_QUIT: u8 = 4;
 /// 224-byte CDB AHS) so the baseline moves what the protocol moves.
 pub const PING_LEN: usize = 272;
 
-/// A thread serving the raw protocol on a loopback socket.
+/// A thread serving the raw protocol, to one client at a time.
 pub struct RawServer {
     addr: SocketAddr,
+    /// The listening socket, shut down on drop so an accept nobody answered returns.
+    listener: TcpListener,
     handle: Option<JoinHandle<()>>,
 }
 
 impl RawServer {
+    /// On a loopback port.
     pub fn start() -> Result<RawServer> {
-        let listener = TcpListener::bind("127.0.0.1:0").context("binding raw TCP baseline server")?;
+        Self::start_on(IpAddr::V4(Ipv4Addr::LOCALHOST))
+    }
+
+    /// On a kernel-chosen port of `ip` (in the network namespace of the calling thread).
+    pub fn start_on(ip: IpAddr) -> Result<RawServer> {
+        let listener = TcpListener::bind((ip, 0)).with_context(|| format!("binding raw TCP baseline server on {ip}"))?;
         let addr = listener.local_addr()?;
+        let accepting = listener.try_clone()?;
+        // One client at a time, until the listener is shut down.
         let handle = thread::spawn(move || {
-            if let Ok((stream, _)) = listener.accept() {
+            while let Ok((stream, _)) = accepting.accept() {
                 let _ = serve(stream);
             }
         });
-        Ok(RawServer { addr, handle: Some(handle) })
+        Ok(RawServer { addr, listener, handle: Some(handle) })
     }
 
     pub fn connect(&self) -> Result<RawClient> {
@@ -46,6 +57,10 @@ impl RawServer {
 
 impl Drop for RawServer {
     fn drop(&mut self) {
+        // SAFETY: shutdown(2) on a socket this server owns; a blocked accept returns EINVAL.
+        unsafe {
+            libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR);
+        }
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
@@ -137,6 +152,32 @@ impl RawClient {
     }
 }
 
+/// Every client moves `transfers` transfers of `size` bytes at the same time, each on its own
+/// thread: the raw floor under a striped write (`write`) or read over as many hosts. Returns
+/// the wall time of the slowest.
+pub fn fan_out(clients: &mut [RawClient], transfers: usize, size: usize, write: bool) -> Result<Duration> {
+    let t = Instant::now();
+    thread::scope(|scope| {
+        let workers: Vec<_> = clients
+            .iter_mut()
+            .map(|c| {
+                scope.spawn(move || -> Result<()> {
+                    for _ in 0..transfers {
+                        if write {
+                            c.write(size)?;
+                        } else {
+                            c.read(size)?;
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers.into_iter().try_for_each(|w| w.join().map_err(|_| anyhow::anyhow!("raw baseline thread panicked"))?)
+    })?;
+    Ok(t.elapsed())
+}
+
 impl Drop for RawClient {
     fn drop(&mut self) {
         let _ = self.stream.write_all(&header(OP_QUIT, 0));
@@ -162,5 +203,13 @@ mod tests {
         c.write(3 << 20).unwrap();
         c.read(3 << 20).unwrap();
         c.read(1).unwrap();
+        drop(c);
+        // The next client is served once the first has quit.
+        server.connect().unwrap().ping().unwrap();
+    }
+
+    #[test]
+    fn a_server_nobody_connected_to_stops_on_drop() {
+        drop(RawServer::start().unwrap());
     }
 }

@@ -3,9 +3,12 @@
 
 mod attr;
 mod baseline;
+mod cpu;
 mod io;
+mod noncontig;
 mod meta;
 pub mod report;
+mod security;
 mod target;
 
 use std::path::PathBuf;
@@ -18,8 +21,17 @@ pub enum BenchCommand {
     /// GET ATTRIBUTES round-trip latency with the seed's breakdown (slides 002, "Overheads in
     /// getattr"), beside the raw loopback TCP round trip.
     Attr(attr::AttrArgs),
-    /// READ and WRITE throughput against transfer size (seed 000 Fig. 9), beside raw TCP.
+    /// File-system read and write throughput against transfer size (seed 000 Fig. 9) and
+    /// against the number of OSDs (seed 002 slides), beside raw TCP to the same hosts; with
+    /// --netns also with each OSD on its own rate-limited link; --target-only measures one OSD
+    /// target alone.
     Io(io::IoArgs),
+    /// Native non-contiguous I/O (issue 4): seed 000 Figs. 8 and 10, 1024 x 64 B against one
+    /// contiguous transfer, seed 003's pack vs gather, and the target's per-piece vs sieve rule.
+    Noncontig(noncontig::NoncontigArgs),
+    /// Throughput and per-command cost of NOSEC, CAPKEY, CMDRSP and ALLDATA, contiguous and
+    /// strided, against a NOSEC target in the same run (issue 5).
+    Security(security::SecurityArgs),
     /// Create, stat and remove latency and throughput against clients and stripe count on a
     /// local cluster (seed 002 slides), beside a raw durable SQLite insert and an empty
     /// metadata-server round trip.
@@ -49,6 +61,8 @@ pub fn run(which: BenchCommand, common: CommonArgs) -> Result<()> {
     match which {
         BenchCommand::Attr(args) => attr::run(args, &common),
         BenchCommand::Io(args) => io::run(args, &common),
+        BenchCommand::Noncontig(args) => noncontig::run(args, &common),
+        BenchCommand::Security(args) => security::run(args, &common),
         BenchCommand::Meta(args) => meta::run(args, &common),
     }
 }

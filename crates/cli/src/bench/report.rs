@@ -58,10 +58,17 @@ impl Report {
 
     /// Prints the rows as an aligned table with the given columns (missing cells print "-").
     pub fn print_table(&self, title: &str, columns: &[&str]) {
+        self.print_table_where(title, columns, |_| true);
+    }
+
+    /// Like [`Report::print_table`], for the rows `keep` accepts (a report with several sweeps
+    /// prints one table per sweep).
+    pub fn print_table_where(&self, title: &str, columns: &[&str], keep: impl Fn(&Map<String, Value>) -> bool) {
         println!("\n{title}");
         let cells: Vec<Vec<String>> = self
             .rows
             .iter()
+            .filter(|r| keep(r))
             .map(|r| columns.iter().map(|c| r.get(*c).map(format_cell).unwrap_or_else(|| "-".into())).collect())
             .collect();
         let widths: Vec<usize> = columns
@@ -136,11 +143,27 @@ pub struct Axes<'a> {
 
 /// Draws line series with markers into a PNG.
 pub fn plot_lines(path: &Path, axes: &Axes<'_>, series: &[Series]) -> Result<()> {
+    plot_panels(path, &[(axes, series)])
+}
+
+/// Draws several charts one above the other into one PNG (one bench, several sweeps).
+pub fn plot_panels(path: &Path, panels: &[(&Axes<'_>, &[Series])]) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs::create_dir_all(dir)?;
     }
+    anyhow::ensure!(!panels.is_empty(), "nothing to plot");
+    let root = BitMapBackend::new(path, (1000, 640 * panels.len() as u32)).into_drawing_area();
+    root.fill(&WHITE)?;
+    for (area, (axes, series)) in root.split_evenly((panels.len(), 1)).iter().zip(panels) {
+        draw_chart(area, axes, series)?;
+    }
+    root.present().with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+fn draw_chart(area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>, axes: &Axes<'_>, series: &[Series]) -> Result<()> {
     let all: Vec<(f64, f64)> = series.iter().flat_map(|s| s.points.iter().copied()).collect();
-    anyhow::ensure!(!all.is_empty(), "nothing to plot");
+    anyhow::ensure!(!all.is_empty(), "nothing to plot in {:?}", axes.title);
     let (mut x0, mut x1) = bounds(all.iter().map(|p| p.0));
     let (mut y0, mut y1) = bounds(all.iter().map(|p| p.1));
     if !axes.log_y {
@@ -148,12 +171,9 @@ pub fn plot_lines(path: &Path, axes: &Axes<'_>, series: &[Series]) -> Result<()>
     }
     pad(&mut x0, &mut x1, axes.log_x);
     pad(&mut y0, &mut y1, axes.log_y);
-
-    let root = BitMapBackend::new(path, (1000, 640)).into_drawing_area();
-    root.fill(&WHITE)?;
     macro_rules! draw {
         ($xr:expr, $yr:expr) => {{
-            let mut chart = ChartBuilder::on(&root)
+            let mut chart = ChartBuilder::on(area)
                 .caption(axes.title, ("sans-serif", 22))
                 .margin(16)
                 .x_label_area_size(48)
@@ -188,7 +208,6 @@ pub fn plot_lines(path: &Path, axes: &Axes<'_>, series: &[Series]) -> Result<()>
         (false, true) => draw!(x0..x1, (y0..y1).log_scale()),
         (false, false) => draw!(x0..x1, y0..y1),
     }
-    root.present().with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 
@@ -218,7 +237,7 @@ fn human(v: f64) -> String {
         format!("{}M", v / 1048576.0)
     } else if a >= 1024.0 && (a / 1024.0).fract() == 0.0 {
         format!("{}K", v / 1024.0)
-    } else if a >= 100.0 || a == 0.0 {
+    } else if a >= 100.0 || v.fract() == 0.0 {
         format!("{v:.0}")
     } else {
         format!("{v:.2}")

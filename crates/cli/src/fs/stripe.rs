@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use clap::Args;
-use tessera_client::{Stripe, StripeHint};
+use tessera_client::{ClusterConfig, Stripe, StripeHint};
 
 use super::ClusterArg;
 use crate::units::{format_size, parse_size};
@@ -45,7 +45,13 @@ pub fn setstripe(args: SetStripeArgs) -> Result<()> {
 pub fn getstripe(args: GetStripeArgs) -> Result<()> {
     let (client, config) = args.cluster.connect()?;
     println!("{}", args.path);
-    match client.getstripe(&args.path)? {
+    print_stripe(&config, &client.getstripe(&args.path)?);
+    Ok(())
+}
+
+/// `lfs getstripe`-style lines: the striping, and for a file each slot's OSD and object id.
+pub fn print_stripe(config: &ClusterConfig, stripe: &Stripe) {
+    match stripe {
         Stripe::Directory(None) => println!("stripe: the server default (no default of its own)"),
         Stripe::Directory(Some(h)) => {
             let count = if h.stripe_count == 0 { "all OSDs".to_string() } else { h.stripe_count.to_string() };
@@ -62,5 +68,4 @@ pub fn getstripe(args: GetStripeArgs) -> Result<()> {
             }
         }
     }
-    Ok(())
 }

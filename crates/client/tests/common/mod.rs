@@ -27,7 +27,7 @@ pub struct TestCluster {
     _dir: tempfile::TempDir,
 }
 
-fn session(addr: &str, target: &str) -> OsdClient<Session> {
+pub fn session(addr: &str, target: &str) -> OsdClient<Session> {
     let config = SessionConfig::new("iqn.2026-11.org.tessera.test:mds", target);
     OsdClient::new(Session::login(addr, config).expect("login to the test OSD"), 0)
 }

@@ -52,6 +52,18 @@ CREATE UNIQUE INDEX IF NOT EXISTS members_by_collection ON members (pid, cid, oi
 
 -- Next target-chosen id per partition (pid 0: the next partition id). Only ever grows within
 -- a format epoch, so a removed id is never handed out again.
+-- The OSD's security keys (docs/security.md): kind 0 master, 1 root, 2 partition, 3 working;
+-- pid and version are 0 where they do not apply. Added without a schema version bump: older
+-- binaries never read it.
+CREATE TABLE IF NOT EXISTS security_keys (
+    kind    INTEGER NOT NULL,
+    pid     INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    key     BLOB NOT NULL,
+    key_id  BLOB NOT NULL,
+    PRIMARY KEY (kind, pid, version)
+) WITHOUT ROWID;
+
 CREATE TABLE IF NOT EXISTS id_alloc (
     pid     INTEGER PRIMARY KEY,
     next_id INTEGER NOT NULL

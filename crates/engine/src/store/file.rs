@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use tessera_types::ObjectAddr;
 
 use super::cache::FileCache;
-use super::plan::{self, Run, Segment};
+use super::plan::{self, Run, Segment, Step};
 use super::{MapExtent, ObjectData, Piece};
 use crate::error::{IoOp, StorageError};
 
@@ -27,6 +27,8 @@ pub struct FileStore {
     root: PathBuf,
     cache: FileCache,
     read_gap_max: u64,
+    /// Gaps a list WRITE may read and rewrite: below the file system's block (plan.rs).
+    write_gap_max: u64,
     /// Partition directories with entries created since their last fsync: a FLUSH of an
     /// object in one of them fsyncs the directory too, so a new file's name is durable.
     dirty_dirs: Mutex<HashSet<u64>>,
@@ -35,10 +37,12 @@ pub struct FileStore {
 impl FileStore {
     pub fn open(root: &Path, open_files_max: usize, read_gap_max: u64) -> Result<FileStore, StorageError> {
         fs::create_dir_all(root).map_err(StorageError::io(IoOp::Open))?;
+        let block = fs::metadata(root).map_err(StorageError::io(IoOp::Stat))?.blksize().max(1);
         Ok(FileStore {
             root: root.to_path_buf(),
             cache: FileCache::new(open_files_max),
             read_gap_max,
+            write_gap_max: plan::WRITE_GAP_MAX.min(block - 1),
             dirty_dirs: Mutex::new(HashSet::new()),
         })
     }
@@ -177,10 +181,32 @@ fn pwritev_all(file: &File, mut offset: u64, mut iovs: &mut [libc::iovec]) -> io
     Ok(())
 }
 
-fn read_run(file: &File, run: &Run, buf: &mut [u8], scratch: &mut [u8]) -> io::Result<()> {
+thread_local! {
+    /// Scratch for sieved spans and read-through gaps, kept per thread: a fresh buffer per
+    /// command would be allocated, faulted in and zeroed every time, which costs as much as the
+    /// system calls the sieve saves. Bounded by `SIEVE_SPAN_MAX` and the read gap limit.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    SCRATCH.with(|s| f(&mut s.borrow_mut()))
+}
+
+/// `scratch[..len]`, growing it if needed; old contents are not cleared.
+fn scratch_of(scratch: &mut Vec<u8>, len: usize) -> &mut [u8] {
+    if scratch.len() < len {
+        scratch.resize(len, 0);
+    }
+    &mut scratch[..len]
+}
+
+fn read_run(file: &File, run: &Run, buf: &mut [u8], scratch: &mut Vec<u8>) -> io::Result<()> {
     if let [Segment::Buf(r)] = run.segments.as_slice() {
         return read_at_most(file, run.object_offset, &mut buf[r.clone()]).map(|_| ());
     }
+    // Every gap lands in the same scratch bytes (they are thrown away).
+    let gap_max = run.segments.iter().map(|s| if let Segment::Gap(n) = s { *n as usize } else { 0 }).max().unwrap_or(0);
+    let scratch = scratch_of(scratch, gap_max);
     let base = buf.as_mut_ptr();
     let mut iovs: Vec<libc::iovec> = run
         .segments
@@ -189,13 +215,51 @@ fn read_run(file: &File, run: &Run, buf: &mut [u8], scratch: &mut [u8]) -> io::R
             // SAFETY (pointer arithmetic): every range lies inside buf; the plan keeps pieces
             // of one read disjoint in the buffer.
             Segment::Buf(r) => libc::iovec { iov_base: unsafe { base.add(r.start) } as *mut libc::c_void, iov_len: r.len() },
-            Segment::Gap(n) => {
-                assert!(*n as usize <= scratch.len(), "read gap larger than the scratch buffer");
-                libc::iovec { iov_base: scratch.as_mut_ptr() as *mut libc::c_void, iov_len: *n as usize }
-            }
+            Segment::Gap(n) => libc::iovec { iov_base: scratch.as_mut_ptr() as *mut libc::c_void, iov_len: *n as usize },
         })
         .collect();
     preadv_all(file, run.object_offset, &mut iovs)
+}
+
+/// One pread of the span, then each piece copied out of it. Bytes past the end of the stored
+/// data are left as they are in `buf`, as [`ObjectData::read_at`] does.
+fn read_sieve(file: &File, start: u64, len: u64, pieces: &[Piece], buf: &mut [u8], scratch: &mut Vec<u8>) -> io::Result<()> {
+    let scratch = scratch_of(scratch, len as usize);
+    let stored = read_at_most(file, start, scratch)?;
+    for p in pieces {
+        let at = (p.object_offset - start) as usize;
+        let n = stored.saturating_sub(at).min(p.len);
+        buf[p.buf_offset..p.buf_offset + n].copy_from_slice(&scratch[at..at + n]);
+    }
+    Ok(())
+}
+
+fn write_run(file: &File, run: &Run, data: &[u8]) -> io::Result<()> {
+    if let [Segment::Buf(r)] = run.segments.as_slice() {
+        return file.write_all_at(&data[r.clone()], run.object_offset);
+    }
+    let mut iovs: Vec<libc::iovec> = run
+        .segments
+        .iter()
+        .map(|s| match s {
+            Segment::Buf(r) => libc::iovec { iov_base: data[r.clone()].as_ptr() as *mut libc::c_void, iov_len: r.len() },
+            Segment::Gap(_) => unreachable!("write plans have no gaps"),
+        })
+        .collect();
+    pwritev_all(file, run.object_offset, &mut iovs)
+}
+
+/// Read-modify-write of the span: the pieces patched in list order (later wins), the span
+/// written back whole. Past the end of the stored data the span reads as zeros.
+fn write_sieve(file: &File, start: u64, len: u64, pieces: &[Piece], data: &[u8], scratch: &mut Vec<u8>) -> io::Result<()> {
+    let scratch = scratch_of(scratch, len as usize);
+    let stored = read_at_most(file, start, scratch)?;
+    scratch[stored..].fill(0);
+    for p in pieces {
+        let at = (p.object_offset - start) as usize;
+        scratch[at..at + p.len].copy_from_slice(&data[p.buf_offset..p.buf_offset + p.len]);
+    }
+    file.write_all_at(scratch, start)
 }
 
 /// pread until `buf` is full or end of file; returns the bytes read.
@@ -230,39 +294,30 @@ impl ObjectData for FileStore {
 
     fn read_pieces(&self, addr: ObjectAddr, pieces: &[Piece], buf: &mut [u8]) -> Result<(), StorageError> {
         let Some(file) = self.existing(addr)? else { return Ok(()) };
-        let runs = plan::plan_read(pieces, self.read_gap_max);
-        let gap_max = runs
-            .iter()
-            .flat_map(|r| r.segments.iter())
-            .filter_map(|s| if let Segment::Gap(n) = s { Some(*n as usize) } else { None })
-            .max()
-            .unwrap_or(0);
-        let mut scratch = vec![0u8; gap_max];
-        for run in &runs {
-            read_run(&file, run, buf, &mut scratch).map_err(StorageError::io(IoOp::Read))?;
-        }
-        Ok(())
+        with_scratch(|scratch| {
+            for step in plan::plan_read(pieces, self.read_gap_max) {
+                match step {
+                    Step::Vectored(run) => read_run(&file, &run, buf, scratch),
+                    Step::Sieve { object_offset, len, pieces } => read_sieve(&file, object_offset, len, &pieces, buf, scratch),
+                }
+                .map_err(StorageError::io(IoOp::Read))?;
+            }
+            Ok(())
+        })
     }
 
     fn write_pieces(&self, addr: ObjectAddr, pieces: &[Piece], data: &[u8]) -> Result<(), StorageError> {
         let file = self.create(addr)?;
-        for run in plan::plan_write(pieces) {
-            let result = if let [Segment::Buf(r)] = run.segments.as_slice() {
-                file.write_all_at(&data[r.clone()], run.object_offset)
-            } else {
-                let mut iovs: Vec<libc::iovec> = run
-                    .segments
-                    .iter()
-                    .map(|s| match s {
-                        Segment::Buf(r) => libc::iovec { iov_base: data[r.clone()].as_ptr() as *mut libc::c_void, iov_len: r.len() },
-                        Segment::Gap(_) => unreachable!("write plans have no gaps"),
-                    })
-                    .collect();
-                pwritev_all(&file, run.object_offset, &mut iovs)
-            };
-            result.map_err(StorageError::io(IoOp::Write))?;
-        }
-        Ok(())
+        with_scratch(|scratch| {
+            for step in plan::plan_write(pieces, self.write_gap_max) {
+                match step {
+                    Step::Vectored(run) => write_run(&file, &run, data),
+                    Step::Sieve { object_offset, len, pieces } => write_sieve(&file, object_offset, len, &pieces, data, scratch),
+                }
+                .map_err(StorageError::io(IoOp::Write))?;
+            }
+            Ok(())
+        })
     }
 
     fn stored_len(&self, addr: ObjectAddr) -> Result<u64, StorageError> {
@@ -395,5 +450,53 @@ impl ObjectData for FileStore {
             _ => {}
         }
         fs::create_dir_all(&self.root).map_err(StorageError::io(IoOp::Open))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: ObjectAddr = ObjectAddr { partition_id: tessera_types::PartitionId(0x10000), object_id: tessera_types::ObjectId(0x10000) };
+
+    fn strided(count: u64, len: usize, stride: u64) -> Vec<Piece> {
+        (0..count).map(|i| Piece { object_offset: i * stride, buf_offset: i as usize * len, len }).collect()
+    }
+
+    /// Goal: a sieved WRITE into a fresh object stores exactly the pieces (zeros between them,
+    /// the stored length ending at the last piece) and allocates no block that piece-by-piece
+    /// writes would leave a hole; a sieved READ returns the pieces and leaves bytes past the
+    /// stored data alone. Method: real files, READ MAP through SEEK_HOLE.
+    #[test]
+    fn sieve_keeps_data_length_and_holes() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = FileStore::open(dir.path(), 4, 4096).unwrap();
+        let pieces = strided(200, 64, 1024);
+        let data: Vec<u8> = (0..200 * 64).map(|i| (i % 251) as u8 + 1).collect();
+        s.write_pieces(A, &pieces, &data).unwrap();
+        assert_eq!(s.stored_len(A).unwrap(), 199 * 1024 + 64);
+        let mut whole = vec![0u8; 199 * 1024 + 64];
+        s.read_at(A, 0, &mut whole).unwrap();
+        for (i, chunk) in whole.chunks(1024).enumerate() {
+            assert_eq!(&chunk[..64], &data[i * 64..(i + 1) * 64]);
+            assert!(chunk[64..].iter().all(|b| *b == 0));
+        }
+        let mut back = vec![0u8; data.len()];
+        s.read_pieces(A, &pieces, &mut back).unwrap();
+        assert_eq!(back, data);
+        // Past the stored end a sieved read leaves the caller's bytes alone.
+        let mut tail = vec![7u8; 8];
+        s.read_pieces(A, &[Piece { object_offset: whole.len() as u64 - 4, buf_offset: 0, len: 4 }, Piece { object_offset: whole.len() as u64 + 2, buf_offset: 4, len: 4 }], &mut tail).unwrap();
+        assert_eq!(&tail[..4], &whole[whole.len() - 4..]);
+        assert_eq!(&tail[4..], &[7; 4]);
+        // 64-byte pieces a whole block apart are written one by one: the blocks between stay holes.
+        let b = ObjectAddr::new(0x10000, 0x10001);
+        let far = strided(4, 64, 3 * 4096);
+        s.write_pieces(b, &far, &data[..256]).unwrap();
+        let holes = s.map(b, 0, 3 * 3 * 4096 + 64).unwrap().iter().filter(|e| !e.written).count();
+        let sparse_fs = holes > 0;
+        if sparse_fs {
+            assert_eq!(holes, 3, "one hole between each pair of pieces");
+        }
     }
 }

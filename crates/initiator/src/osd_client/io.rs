@@ -20,6 +20,13 @@ pub const PIPELINE_PIECE_BYTES: usize = 1 << 20;
 /// Pipelined pieces in flight at once.
 pub const PIPELINE_DEPTH: usize = 4;
 
+/// Mean slice length from which [`OsdClient::write_scattered`] gathers the caller's slices
+/// straight into the socket instead of packing them into one buffer first. Below it, the
+/// copy costs less than the kernel's per-slice work in the vectored send. Set from
+/// `tessera bench noncontig` experiment 5 (seed 003's pack/gather test); the measurement is in
+/// docs/noncontiguous.md, "pack or gather".
+pub const GATHER_MIN_PIECE_BYTES: usize = 1024;
+
 /// What a READ returned.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadResult {
@@ -92,8 +99,28 @@ impl<T: ScsiTransport> OsdClient<T> {
 
     /// WRITE with a layout: `data` holds the pieces back to back, in layout order.
     pub fn write_layout(&self, addr: ObjectAddr, offset: u64, data: &[u8], layout: DataLayout, fua: bool) -> Result<(), OsdError> {
-        let command = Command::Write { addr, offset, len: data.len() as u64, layout };
-        self.execute(&OsdRequestBuilder::new(command).data(data).fua(fua)).map(drop)
+        self.write_gather(addr, offset, std::slice::from_ref(&data), layout, fua)
+    }
+
+    /// WRITE whose data is the slices of `data` end to end (in layout order), gathered straight
+    /// from the caller's buffers into the socket: one vectored send of the PDU header and the
+    /// slices, no packing copy. Worth it when the slices are large; for many small ones a copy
+    /// into one buffer is cheaper than the per-slice cost of the vectored send (see
+    /// docs/noncontiguous.md, "pack or gather").
+    pub fn write_gather(&self, addr: ObjectAddr, offset: u64, data: &[&[u8]], layout: DataLayout, fua: bool) -> Result<(), OsdError> {
+        let len = data.iter().map(|d| d.len() as u64).sum();
+        let command = Command::Write { addr, offset, len, layout };
+        self.execute(&OsdRequestBuilder::new(command).data_pieces(data).fua(fua)).map(drop)
+    }
+
+    /// WRITE whose data lies scattered in the caller's memory (`data` end to end, in layout
+    /// order), moved the cheaper way for its size: gathered in place when the mean slice is at
+    /// least [`GATHER_MIN_PIECE_BYTES`], else packed into one buffer (seed 003's hybrid).
+    pub fn write_scattered(&self, addr: ObjectAddr, offset: u64, data: &[&[u8]], layout: DataLayout, fua: bool) -> Result<(), OsdError> {
+        if data.len() <= 1 || gathers(data) {
+            return self.write_gather(addr, offset, data, layout, fua);
+        }
+        self.write_layout(addr, offset, &data.concat(), layout, fua)
     }
 
     /// APPEND `data`; returns the byte address it landed at (Current Command attribute 5).
@@ -166,4 +193,10 @@ impl<T: ScsiTransport> OsdClient<T> {
         let reply = self.execute(&OsdRequestBuilder::new(command))?;
         ReadMapResult::decode(&reply.data).map_err(|e| self.reply_error(ServiceAction::ReadMap, e))
     }
+}
+
+/// The hybrid rule of [`OsdClient::write_scattered`]: gather when the mean slice is large.
+pub fn gathers(data: &[&[u8]]) -> bool {
+    let total: usize = data.iter().map(|d| d.len()).sum();
+    total >= GATHER_MIN_PIECE_BYTES * data.len()
 }

@@ -96,8 +96,7 @@ pub struct TargetNegotiator {
 
 impl TargetNegotiator {
     pub fn new(offer: Offer) -> Self {
-        let mut params = SessionParams::default();
-        params.target_max_recv_data_segment_len = offer.max_recv_data_segment_len;
+        let params = SessionParams { target_max_recv_data_segment_len: offer.max_recv_data_segment_len, ..SessionParams::default() };
         TargetNegotiator { offer, params, declared_mrdsl: false }
     }
 

@@ -243,7 +243,7 @@ impl Reader<'_> {
     fn progress(&mut self, mut task: Receiving) -> Result<(), Fatal> {
         if task.is_complete() {
             let failed = task.failed.take();
-            super::executor::submit(&self.conn, task.into_ready(failed))?;
+            super::executor::submit(self.conn, task.into_ready(failed))?;
             return Ok(());
         }
         let max_outstanding = self.conn.params.max_outstanding_r2t;

@@ -10,42 +10,27 @@
 //! the way one slow baseline round skews a ratio of totals.
 
 use std::os::unix::fs::FileExt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{bail, Result};
-use clap::Args;
+use anyhow::Result;
 use serde_json::json;
 
-use super::baseline::RawServer;
-use super::report::{percentile, plot_lines, Axes, OutputPaths, Report, Series};
-use super::target::BenchTarget;
-use super::CommonArgs;
+use super::super::baseline::RawServer;
+use super::super::report::{percentile, plot_lines, Axes, OutputPaths, Report, Series};
+use super::super::target::BenchTarget;
+use super::super::CommonArgs;
+use super::{time_reps, KIB, MIB};
 
-const KIB: usize = 1024;
-const MIB: usize = 1024 * 1024;
 /// Interleaved rounds per transfer size.
 const ROUNDS: usize = 8;
 
-#[derive(Args, Clone)]
-pub struct IoArgs {
-    /// Measure one target with no metadata server (the only mode until the file system lands).
-    #[arg(long)]
-    target_only: bool,
-    /// Bytes moved per size and direction (at least 4 transfers each).
-    #[arg(long, default_value_t = 256 * MIB)]
-    bytes_per_point: usize,
-}
-
-pub fn run(args: IoArgs, common: &CommonArgs) -> Result<()> {
-    if !args.target_only {
-        bail!("file-system I/O needs the metadata server; run `tessera bench io --target-only` to measure one OSD target");
-    }
+pub fn run(bytes_per_point: usize, common: &CommonArgs) -> Result<()> {
     let sizes: Vec<usize> = if common.quick {
         vec![4 * KIB, 64 * KIB, MIB, 16 * MIB]
     } else {
         vec![4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, MIB, 4 * MIB, 16 * MIB, 64 * MIB]
     };
-    let budget = if common.quick { args.bytes_per_point.min(48 * MIB) } else { args.bytes_per_point };
+    let budget = if common.quick { bytes_per_point.min(48 * MIB) } else { bytes_per_point };
 
     let raw = RawServer::start()?;
     let mut raw_client = raw.connect()?;
@@ -54,7 +39,7 @@ pub fn run(args: IoArgs, common: &CommonArgs) -> Result<()> {
     // The page-cache baseline: the same transfers as pwrite/pread on a local file beside the
     // OSD's data. A WRITE cannot beat min(network, page cache); this shows which one binds.
     let local_dir = tempfile::Builder::new().prefix("tessera-bench-file-").tempdir()?;
-    let local = std::fs::OpenOptions::new().read(true).write(true).create(true).open(local_dir.path().join("baseline"))?;
+    let local = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(local_dir.path().join("baseline"))?;
 
     let mut report = Report::new("io");
     report.param("mode", "target-only");
@@ -158,12 +143,4 @@ pub fn run(args: IoArgs, common: &CommonArgs) -> Result<()> {
     )?;
     println!("\nwrote {} and {}", paths.json.display(), paths.png.display());
     Ok(())
-}
-
-fn time_reps(reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<Duration> {
-    let t = Instant::now();
-    for _ in 0..reps {
-        f()?;
-    }
-    Ok(t.elapsed())
 }

@@ -1,0 +1,235 @@
+//! `tessera bench security`: what capability security costs. READ and WRITE throughput and
+//! per-command latency, contiguous and non-contiguous (a strided layout: blocks of 4 KiB every
+//! 8 KiB, seed 000's vector pattern), under NOSEC, CAPKEY, CMDRSP and ALLDATA in one run. The
+//! baseline is NOSEC: a `tessera osd` without security, started beside the secured one
+//! (`--security capkey`, so every stronger method is accepted too), both temporary child
+//! processes on loopback. Goal (issue 5): CMDRSP costs at most 5% throughput at 1 MiB and at
+//! most 5 us per command (measured at 4 KiB, where the command dominates).
+//!
+//! Method: per transfer size, interleaved rounds run every method back to back; the ratios are
+//! the median over rounds of each round's paired ratio (method time / NOSEC time), as in `bench
+//! io`. The security manager's side (keys, partition, object, credentials) is played with
+//! `OsdKeys` over the same initiator before measuring.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde_json::json;
+use tessera_initiator::iscsi::Session;
+use tessera_initiator::osd_client::OsdClient;
+use tessera_osd_proto::pages::{value_u64, CURRENT_COMMAND_OBJECT_ID, CURRENT_COMMAND_PARTITION_ID};
+use tessera_osd_proto::{Command, DataLayout, GetAttrs, OsdRequestBuilder};
+use tessera_security::{Key, KeySlot, OsdKeys, Permissions, SecurityMethod};
+use tessera_types::ObjectAddr;
+
+use super::report::{percentile, plot_lines, Axes, OutputPaths, Report, Series};
+use super::CommonArgs;
+use crate::daemon::Daemon;
+use crate::session::connect;
+
+const KIB: usize = 1024;
+const MIB: usize = 1024 * 1024;
+const ROUNDS: usize = 8;
+const METHODS: [SecurityMethod; 4] = [SecurityMethod::NoSec, SecurityMethod::CapKey, SecurityMethod::CmdRsp, SecurityMethod::AllData];
+/// Non-contiguous pattern: blocks of this size ...
+const BLOCK: u64 = 4 * KIB as u64;
+/// ... every this many bytes.
+const STRIDE: u64 = 8 * KIB as u64;
+
+#[derive(Args, Clone)]
+pub struct SecurityArgs {
+    /// Bytes moved per size, pattern, direction and method (at least 4 transfers each).
+    #[arg(long, default_value_t = 64 * MIB)]
+    bytes_per_point: usize,
+}
+
+/// One method's client and object.
+struct Subject {
+    method: SecurityMethod,
+    client: OsdClient<Session>,
+    addr: ObjectAddr,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+fn random_key() -> Result<Key> {
+    use std::io::Read;
+    let mut k = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut k).context("reading /dev/urandom for a master key")?;
+    Ok(Key(k))
+}
+
+/// Starts the NOSEC and the secured daemon, establishes keys, and makes one object per method.
+fn subjects(dir: &std::path::Path) -> Result<(Vec<Subject>, Vec<Daemon>)> {
+    let plain = Daemon::spawn(&["osd", "--data", dir.join("nosec").to_str().context("temp path")?, "--listen", "127.0.0.1:0"])?;
+    let master = random_key()?;
+    let key_file = dir.join("master.key");
+    std::fs::write(&key_file, master.to_hex())?;
+    let secured = Daemon::spawn(&[
+        "osd",
+        "--data",
+        dir.join("secured").to_str().context("temp path")?,
+        "--listen",
+        "127.0.0.1:0",
+        "--security",
+        "capkey",
+        "--master-key-file",
+        key_file.to_str().context("temp path")?,
+    ])?;
+    let mut out = Vec::new();
+    let nosec = connect(plain.field("addr")?, plain.field("target")?)?;
+    let pid = nosec.create_partition(None)?;
+    let oid = nosec.create_one(pid)?;
+    out.push(Subject { method: SecurityMethod::NoSec, client: nosec, addr: ObjectAddr::new(pid, oid) });
+
+    let (addr, target) = (secured.field("addr")?.to_string(), secured.field("target")?.to_string());
+    let manager = connect(&addr, &target)?;
+    let m = SecurityMethod::CapKey;
+    let mut keys = OsdKeys::new(manager.system_id()?, master);
+    manager.establish_key(&mut keys, KeySlot::Root, m)?;
+    let expires = now_ms() + 24 * 3_600_000;
+    let root = keys.credential(keys.root_capability(m, Permissions::CREATE, expires))?;
+    let get = |id| GetAttrs::List { ids: vec![id], allocation_len: 64 };
+    let reply = manager.execute_as(&OsdRequestBuilder::new(Command::CreatePartition { requested: None }).get_attrs(get(CURRENT_COMMAND_PARTITION_ID)), &root)?;
+    let pid = reply.attr(CURRENT_COMMAND_PARTITION_ID).and_then(value_u64).context("the new partition id")?;
+    manager.establish_key(&mut keys, KeySlot::Partition(pid), m)?;
+    manager.establish_key(&mut keys, KeySlot::Working(pid, 0), m)?;
+    let all = keys.credential(keys.partition_capability(m, pid, Permissions::ALL, expires)?)?;
+    for method in &METHODS[1..] {
+        let create = OsdRequestBuilder::new(Command::Create { partition_id: pid, requested: None, count: 1 }).get_attrs(get(CURRENT_COMMAND_OBJECT_ID));
+        let oid = manager.execute_as(&create, &all)?.attr(CURRENT_COMMAND_OBJECT_ID).and_then(value_u64).context("the new object id")?;
+        let rw = Permissions::READ | Permissions::WRITE;
+        let credential = keys.credential(keys.object_capability(*method, pid, oid, rw, expires, 0)?)?;
+        let mut client = connect(&addr, &target)?;
+        client.set_credentials(Some(Arc::new(credential)));
+        out.push(Subject { method: *method, client, addr: ObjectAddr::new(pid, oid) });
+    }
+    Ok((out, vec![plain, secured]))
+}
+
+/// The layout of one transfer of `size` bytes: contiguous, or strided blocks.
+fn layout(strided: bool) -> DataLayout {
+    if strided {
+        DataLayout::Strided { stride: STRIDE, block_len: BLOCK }
+    } else {
+        DataLayout::Contiguous
+    }
+}
+
+fn transfer(s: &Subject, write: bool, strided: bool, data: &[u8]) -> Result<()> {
+    if write {
+        s.client.write_layout(s.addr, 0, data, layout(strided), false)?;
+    } else {
+        let got = s.client.read_layout(s.addr, 0, data.len() as u64, layout(strided))?.data;
+        anyhow::ensure!(got.len() == data.len(), "short read: {} of {} bytes", got.len(), data.len());
+    }
+    Ok(())
+}
+
+pub fn run(args: SecurityArgs, common: &CommonArgs) -> Result<()> {
+    if common.target.is_some() {
+        bail!("bench security starts its own NOSEC and secured targets; it does not take --target");
+    }
+    let sizes: Vec<usize> = if common.quick { vec![4 * KIB, MIB] } else { vec![4 * KIB, 64 * KIB, MIB, 4 * MIB] };
+    let budget = if common.quick { args.bytes_per_point.min(8 * MIB) } else { args.bytes_per_point };
+    let dir = tempfile::Builder::new().prefix("tessera-bench-security-").tempdir()?;
+    let (subjects, _daemons) = subjects(dir.path())?;
+
+    let mut report = Report::new("security");
+    report.param("bytes_per_point", budget);
+    report.param("strided_block_bytes", BLOCK);
+    report.param("strided_stride_bytes", STRIDE);
+    report.param("baseline", "NOSEC target in the same run");
+    let mut series: Vec<Series> = Vec::new();
+    let mut goal_rows = Vec::new();
+    for strided in [false, true] {
+        let pattern = if strided { "strided" } else { "contiguous" };
+        for write in [true, false] {
+            let direction = if write { "write" } else { "read" };
+            let mut points: Vec<Vec<(f64, f64)>> = vec![Vec::new(); METHODS.len()];
+            for &size in &sizes {
+                let data: Vec<u8> = (0..size).map(|i| (i * 131 + 7) as u8).collect();
+                for s in &subjects {
+                    transfer(s, true, strided, &data)?; // full-size objects before reading
+                }
+                let reps = (budget / size).clamp(4, 20_000);
+                let rounds = reps.min(ROUNDS);
+                let per_round = reps / rounds;
+                let mut totals = vec![Duration::ZERO; METHODS.len()];
+                let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); METHODS.len()];
+                for _ in 0..rounds {
+                    let mut this_round = Vec::new();
+                    for s in &subjects {
+                        let t = Instant::now();
+                        for _ in 0..per_round {
+                            transfer(s, write, strided, &data)?;
+                        }
+                        this_round.push(t.elapsed());
+                    }
+                    for (i, d) in this_round.iter().enumerate() {
+                        totals[i] += *d;
+                        ratios[i].push(this_round[0].as_secs_f64() / d.as_secs_f64());
+                    }
+                }
+                let reps = per_round * rounds;
+                for (i, s) in subjects.iter().enumerate() {
+                    ratios[i].sort_by(f64::total_cmp);
+                    let ratio = percentile(&ratios[i], 50.0);
+                    let mib_s = (size * reps) as f64 / MIB as f64 / totals[i].as_secs_f64();
+                    let us_per_cmd = totals[i].as_secs_f64() * 1e6 / reps as f64;
+                    let nosec_us = totals[0].as_secs_f64() * 1e6 / reps as f64;
+                    points[i].push((size as f64, mib_s));
+                    let row = json!({
+                        "pattern": pattern,
+                        "direction": direction,
+                        "size_bytes": size,
+                        "method": s.method.name(),
+                        "transfers": reps,
+                        "mib_s": mib_s,
+                        "us_per_command": us_per_cmd,
+                        "extra_us_per_command": us_per_cmd - nosec_us,
+                        "throughput_over_nosec": ratio,
+                    });
+                    if s.method == SecurityMethod::CmdRsp && !strided {
+                        goal_rows.push((size, write, ratio, us_per_cmd - nosec_us));
+                    }
+                    report.row(row);
+                }
+            }
+            for (i, m) in METHODS.iter().enumerate() {
+                series.push(Series { name: format!("{pattern} {direction} {}", m.name()), points: std::mem::take(&mut points[i]) });
+            }
+        }
+    }
+    report.print_table(
+        "Capability security: throughput and per-command time by method (NOSEC = baseline, same run)",
+        &["pattern", "direction", "size_bytes", "method", "transfers", "mib_s", "us_per_command", "extra_us_per_command", "throughput_over_nosec"],
+    );
+    let at = |size: usize, write: bool| goal_rows.iter().find(|r| r.0 == size && r.1 == write).copied();
+    let (w1m, r1m) = (at(MIB, true), at(MIB, false));
+    let (w4k, r4k) = (at(4 * KIB, true), at(4 * KIB, false));
+    let cost = |r: Option<(usize, bool, f64, f64)>| r.map_or(f64::NAN, |r| 1.0 - r.2);
+    let extra = |r: Option<(usize, bool, f64, f64)>| r.map_or(f64::NAN, |r| r.3);
+    report.summary("cmdrsp_write_throughput_cost_1MiB", cost(w1m));
+    report.summary("cmdrsp_read_throughput_cost_1MiB", cost(r1m));
+    report.summary("cmdrsp_write_extra_us_per_command_4KiB", extra(w4k));
+    report.summary("cmdrsp_read_extra_us_per_command_4KiB", extra(r4k));
+    report.summary("goal_1MiB_cost_at_most_5pct", cost(w1m) <= 0.05 && cost(r1m) <= 0.05);
+    report.summary("goal_at_most_5us_per_command", extra(w4k) <= 5.0 && extra(r4k) <= 5.0);
+    report.print_summary();
+
+    let paths = OutputPaths::resolve("security", common.json.as_deref(), &common.out);
+    report.write_json(&paths.json)?;
+    let contiguous: Vec<Series> = series.into_iter().filter(|s| s.name.starts_with("contiguous")).collect();
+    plot_lines(
+        &paths.png,
+        &Axes { title: "Contiguous I/O by security method", x_label: "transfer size (bytes)", y_label: "MiB/s (log)", log_x: true, log_y: true },
+        &contiguous,
+    )?;
+    println!("\nwrote {} and {}", paths.json.display(), paths.png.display());
+    Ok(())
+}

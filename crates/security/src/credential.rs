@@ -1,0 +1,167 @@
+//! The initiator side: a [`Credential`] (capability + capability key, as the security manager
+//! hands them out) signs an encoded command ([`Credential::sign`]) and checks the answer
+//! ([`Signed::verify`]).
+//!
+//! Signing order: capability and nonce into the CDB; the continuation ICV; under ALLDATA the
+//! Data-Out ICV (appended at the first encodable offset after the Data-Out) and the Data-In ICV
+//! offset (after the largest Data-In the command can return, which grows the expected Data-In
+//! length by 32); last the request ICV, which covers all of the above.
+
+use tessera_osd_proto::cdb::{self, CDB_LEN};
+use tessera_osd_proto::offset::{encode_offset_at_least, OFFSET_UNUSED};
+use tessera_osd_proto::{EncodedRequest, ReplyPlacement};
+use tessera_scsi::Sense;
+use thiserror::Error;
+
+use crate::capability::{Capability, SecurityMethod, CAPABILITY_LEN};
+use crate::check::retrieved_area;
+use crate::icv::{icv_eq, CapabilityKey, ICV_SIZE};
+use crate::keys::Key;
+use crate::nonce::Nonce;
+
+/// A capability and its key: what a client needs to send commands the capability allows.
+#[derive(Clone, Debug)]
+pub struct Credential {
+    capability: Capability,
+    bytes: [u8; CAPABILITY_LEN],
+    key: CapabilityKey,
+}
+
+impl Credential {
+    pub fn new(capability: Capability, key: &Key) -> Self {
+        let bytes = capability.encode();
+        Credential { capability, bytes, key: CapabilityKey::new(key) }
+    }
+
+    pub fn capability(&self) -> &Capability {
+        &self.capability
+    }
+
+    pub fn method(&self) -> SecurityMethod {
+        self.capability.method
+    }
+
+    /// Signs `encoded` in place. `nonce` is used under CMDRSP and ALLDATA (ignored below).
+    pub fn sign(&self, encoded: &mut EncodedRequest<'_>, nonce: Nonce) -> Result<Signed, SignError> {
+        let method = self.capability.method;
+        self.put_capability(&mut encoded.cdb, method, nonce);
+        if let Some(segment) = encoded.continuation_mut() {
+            let icv = self.key.continuation_icv(segment);
+            segment[crate::icv::CONTINUATION_ICV..crate::icv::CONTINUATION_ICV + ICV_SIZE].copy_from_slice(&icv);
+        }
+        let mut data_in_icv_offset = None;
+        if method == SecurityMethod::AllData {
+            let data_out_len = encoded.data_out_len();
+            let out_raw = if data_out_len == 0 {
+                OFFSET_UNUSED
+            } else {
+                let (raw, offset) = encode_offset_at_least(data_out_len.div_ceil(8) * 8).ok_or(SignError::TooLarge)?;
+                let mut tail = vec![0u8; (offset - data_out_len) as usize];
+                let icv = {
+                    let mut pieces = encoded.data_out();
+                    pieces.push(&tail);
+                    self.key.data_out_icv(&pieces)
+                };
+                tail.extend_from_slice(&icv);
+                encoded.push_data_out(tail);
+                raw
+            };
+            let in_raw = if encoded.data_in_len == 0 {
+                OFFSET_UNUSED
+            } else {
+                let (raw, offset) = encode_offset_at_least((encoded.data_in_len as u64).div_ceil(8) * 8).ok_or(SignError::TooLarge)?;
+                encoded.data_in_len = u32::try_from(offset + ICV_SIZE as u64).map_err(|_| SignError::TooLarge)?;
+                data_in_icv_offset = Some(offset);
+                raw
+            };
+            encoded.cdb[cdb::DATA_OUT_ICV_OFFSET..cdb::DATA_OUT_ICV_OFFSET + 4].copy_from_slice(&out_raw.to_be_bytes());
+            encoded.cdb[cdb::DATA_IN_ICV_OFFSET..cdb::DATA_IN_ICV_OFFSET + 4].copy_from_slice(&in_raw.to_be_bytes());
+        }
+        let request_icv = self.sign_cdb(&mut encoded.cdb);
+        Ok(Signed { method, key: self.key.clone(), request_icv, data_in_icv_offset })
+    }
+
+    /// Signs a bare CDB (SET KEY, SET MASTER KEY: no Data-Out, no Data-In).
+    pub fn sign_bare_cdb(&self, cdb_bytes: &mut [u8; CDB_LEN], nonce: Nonce) -> Signed {
+        let method = self.capability.method;
+        self.put_capability(cdb_bytes, method, nonce);
+        cdb_bytes[cdb::DATA_OUT_ICV_OFFSET..cdb::DATA_OUT_ICV_OFFSET + 4].copy_from_slice(&OFFSET_UNUSED.to_be_bytes());
+        cdb_bytes[cdb::DATA_IN_ICV_OFFSET..cdb::DATA_IN_ICV_OFFSET + 4].copy_from_slice(&OFFSET_UNUSED.to_be_bytes());
+        let request_icv = self.sign_cdb(cdb_bytes);
+        Signed { method, key: self.key.clone(), request_icv, data_in_icv_offset: None }
+    }
+
+    fn put_capability(&self, cdb_bytes: &mut [u8; CDB_LEN], method: SecurityMethod, nonce: Nonce) {
+        cdb_bytes[cdb::CAPABILITY..cdb::CAPABILITY + CAPABILITY_LEN].copy_from_slice(&self.bytes);
+        let nonce_bytes = if method >= SecurityMethod::CmdRsp { nonce.0 } else { [0; cdb::REQUEST_NONCE_LEN] };
+        cdb_bytes[cdb::REQUEST_NONCE..cdb::REQUEST_NONCE + cdb::REQUEST_NONCE_LEN].copy_from_slice(&nonce_bytes);
+    }
+
+    fn sign_cdb(&self, cdb_bytes: &mut [u8; CDB_LEN]) -> [u8; ICV_SIZE] {
+        let icv = self.key.request_icv(cdb_bytes);
+        cdb_bytes[cdb::REQUEST_ICV..cdb::REQUEST_ICV + ICV_SIZE].copy_from_slice(&icv);
+        icv
+    }
+}
+
+#[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+pub enum SignError {
+    #[error("the command is too large to carry integrity check values")]
+    TooLarge,
+}
+
+/// Why an answer was not accepted.
+#[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+pub enum ResponseError {
+    #[error("the response carries no integrity check value although the command asked for {0}")]
+    MissingIcv(SecurityMethod),
+    #[error("the response integrity check value does not verify (altered or forged answer)")]
+    ResponseIcv,
+    #[error("the Data-In integrity check value is missing or does not verify (altered data)")]
+    DataInIcv,
+}
+
+/// What a signed command needs to check its answer.
+#[derive(Clone, Debug)]
+pub struct Signed {
+    method: SecurityMethod,
+    key: CapabilityKey,
+    request_icv: [u8; ICV_SIZE],
+    data_in_icv_offset: Option<u64>,
+}
+
+impl Signed {
+    pub fn method(&self) -> SecurityMethod {
+        self.method
+    }
+
+    /// Checks a completed answer (GOOD or RECOVERED ERROR) and, under ALLDATA, cuts the Data-In
+    /// ICV off `data_in`.
+    pub fn verify(&self, status: u8, sense: Option<&Sense>, placement: &ReplyPlacement, data_in: &mut Vec<u8>) -> Result<(), ResponseError> {
+        if self.method < SecurityMethod::CmdRsp {
+            return Ok(());
+        }
+        let Some(sense) = sense else { return Err(ResponseError::MissingIcv(self.method)) };
+        let Some(received) = sense.response_icv else { return Err(ResponseError::MissingIcv(self.method)) };
+        let covered = match self.data_in_icv_offset {
+            Some(offset) => {
+                let end = offset as usize + ICV_SIZE;
+                if data_in.len() < end {
+                    return Err(ResponseError::DataInIcv);
+                }
+                if !icv_eq(&self.key.data_in_icv(&data_in[..offset as usize]), &data_in[offset as usize..end]) {
+                    return Err(ResponseError::DataInIcv);
+                }
+                offset as usize
+            }
+            None => data_in.len(),
+        };
+        let triplet = [sense.key as u8, sense.asc, sense.ascq];
+        let expected = self.key.response_icv(&self.request_icv, status, triplet, retrieved_area(placement, &data_in[..covered]));
+        if !icv_eq(&expected, &received) {
+            return Err(ResponseError::ResponseIcv);
+        }
+        data_in.truncate(covered);
+        Ok(())
+    }
+}
