@@ -15,18 +15,25 @@ use thiserror::Error;
 pub enum ObjectsError {
     #[error("no OSD with index {0} in the cluster map")]
     UnknownOsd(u32),
+    /// Boxed: the OSD's error (with its sense data) is large, and this travels by value.
     #[error(transparent)]
-    Osd(#[from] OsdError),
+    Osd(Box<OsdError>),
     /// Raised by test implementations to simulate a node that is down.
     #[error("OSD {osd} unavailable")]
     Unavailable { osd: u32 },
+}
+
+impl From<OsdError> for ObjectsError {
+    fn from(e: OsdError) -> Self {
+        ObjectsError::Osd(Box::new(e))
+    }
 }
 
 impl ObjectsError {
     /// Whether the OSD answered and refused (rather than being unreachable, when the command
     /// may or may not have run).
     pub fn refused(&self) -> bool {
-        matches!(self, ObjectsError::Osd(OsdError::Sense { .. } | OsdError::Status { .. }))
+        matches!(self, ObjectsError::Osd(e) if matches!(**e, OsdError::Sense { .. } | OsdError::Status { .. }))
     }
 }
 
@@ -108,7 +115,7 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
         let attrs = client.get_attributes(addr, &[USER_OBJECT_LOGICAL_LENGTH])?;
         let value = attrs.iter().find(|a| a.id == USER_OBJECT_LOGICAL_LENGTH).and_then(|a| a.value.as_deref());
         value.and_then(tessera_osd_proto::pages::value_u64).ok_or_else(|| {
-            ObjectsError::Osd(OsdError::Missing {
+            ObjectsError::from(OsdError::Missing {
                 peer: client.peer(),
                 service_action: tessera_osd_proto::ServiceAction::GetAttributes,
                 what: "the logical length",
