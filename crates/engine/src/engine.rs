@@ -19,6 +19,7 @@ use crate::attr_cache::AttrCache;
 use crate::locks::ObjectLocks;
 use crate::object::{ObjectKind, ObjectRow};
 use crate::pages::current;
+use crate::placements::Placements;
 use crate::store::file::FileStore;
 use crate::store::ObjectData;
 
@@ -40,6 +41,8 @@ pub struct Engine {
     pub(crate) capacity_bytes: AtomicU64,
     pub(crate) config: EngineConfig,
     pub(crate) lists: ListIds,
+    /// WRITEs whose data is arriving straight into object files (placed_write.rs).
+    pub(crate) placements: Arc<Placements>,
     dir: PathBuf,
 }
 
@@ -120,6 +123,7 @@ impl Engine {
             capacity_bytes: AtomicU64::new(capacity),
             config,
             lists: ListIds::default(),
+            placements: Arc::default(),
             dir: dir.to_path_buf(),
         })
     }
@@ -242,6 +246,10 @@ impl Engine {
     pub(crate) fn finish_in(&self, c: &Connection, cx: &mut Cx<'_, '_>, addr: ObjectAddr, touches: &[Touch]) -> Result<Vec<RetrievedAttr>, CommandError> {
         let mut row = rows::load(c, addr)?.ok_or(CommandError::NoSuchObject { addr, field: CDB_OBJECT_ID })?;
         if !cx.req.set_attrs.is_empty() {
+            if attrs::sets_logical_length(row.kind, &cx.req.set_attrs) {
+                // It may cut bytes a WRITE in flight has placed; that WRITE must not commit them.
+                self.placements.disturb(addr);
+            }
             let outcome = attrs::apply_set(c, &*self.data, &row, &cx.req.set_attrs)?;
             if outcome.length_changed {
                 cx.current.used_change = Some(cx.current.used_change.unwrap_or(0) + outcome.used_change);

@@ -281,6 +281,10 @@ impl ObjectData for FileStore {
         self.existing(addr)
     }
 
+    fn file_for_write(&self, addr: ObjectAddr) -> Result<Option<Arc<File>>, StorageError> {
+        self.create(addr).map(Some)
+    }
+
     fn read_at(&self, addr: ObjectAddr, offset: u64, buf: &mut [u8]) -> Result<usize, StorageError> {
         match self.existing(addr)? {
             Some(f) => read_at_most(&f, offset, buf).map_err(StorageError::io(IoOp::Read)),

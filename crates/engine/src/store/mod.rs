@@ -34,6 +34,13 @@ pub trait ObjectData: Send + Sync {
         Ok(None)
     }
 
+    /// The open file holding the object's bytes, created if the object has no data yet, for a
+    /// target that receives WRITE data straight into it. `None` (the default) when the store
+    /// keeps no such file.
+    fn file_for_write(&self, _addr: ObjectAddr) -> Result<Option<std::sync::Arc<std::fs::File>>, StorageError> {
+        Ok(None)
+    }
+
     /// Fills `buf` from `offset`; returns how many bytes the stored data covered. Bytes past
     /// the end of the stored data are left as they are (the caller zeroes its buffers).
     fn read_at(&self, addr: ObjectAddr, offset: u64, buf: &mut [u8]) -> Result<usize, StorageError>;
