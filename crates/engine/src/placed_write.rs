@@ -4,8 +4,9 @@
 //! cache, instead of socket to buffer to page cache) and the engine commits length, used
 //! capacity and timestamps afterwards ([`Engine::finish_placed_write`]).
 //!
-//! Only the plain case qualifies: a contiguous WRITE with no piggy-backed attributes, to an object
-//! whose data lives in a file. Everything else returns `Ok(None)` and goes through `execute`.
+//! Only the plain case qualifies ([`Engine::placeable`]): a contiguous WRITE with no piggy-backed
+//! attributes, on a store that keeps object data in files. Everything else goes through
+//! `execute`.
 //!
 //! The object lock is not held while the data arrives: it comes at the network's pace, and the
 //! data of several commands may interleave on one connection. What keeps the object consistent
@@ -62,30 +63,38 @@ fn identity(file: &File) -> Result<(u64, u64), StorageError> {
 }
 
 impl Engine {
-    /// Checks a plain WRITE and prepares its file (see the module doc); `Ok(None)` means "use
-    /// [`Engine::execute`]", and nothing has been done in that case. Errors are the command's
-    /// answer, as from `execute`.
-    pub fn begin_placed_write(&self, request: &Request<'_>) -> Result<Option<PlacedWrite>, CommandError> {
-        let Command::Write { addr, offset, len, layout: DataLayout::Contiguous } = request.command else {
-            return Ok(None);
+    /// True when `request` can be a placed WRITE (see the module doc): a contiguous WRITE
+    /// without attribute lists, on a store that keeps object data in files. Checks nothing
+    /// about the object.
+    pub fn placeable(&self, request: &Request<'_>) -> bool {
+        let plain = matches!(request.command, Command::Write { layout: DataLayout::Contiguous, len, .. } if len <= limits::TRANSFER_LEN_MAX)
+            && request.set_attrs.is_empty()
+            && request.get_attrs == GetAttrs::None;
+        plain && self.data.places_writes()
+    }
+
+    /// Checks a [`placeable`](Engine::placeable) WRITE and prepares its file. Errors are the
+    /// command's answer, as from `execute` (a request that is not placeable is refused as an
+    /// unsupported service action).
+    pub fn begin_placed_write(&self, request: &Request<'_>) -> Result<PlacedWrite, CommandError> {
+        let Command::Write { addr, offset, len, .. } = request.command else {
+            return Err(CommandError::Unsupported(request.service_action.code()));
         };
-        if !request.set_attrs.is_empty() || request.get_attrs != GetAttrs::None || len > limits::TRANSFER_LEN_MAX {
-            return Ok(None);
+        if !self.placeable(request) {
+            return Err(CommandError::Unsupported(request.service_action.code()));
         }
         let _epoch = self.epoch.read().unwrap_or_else(|p| p.into_inner());
         let _lock = self.locks.write(addr);
         let row = self.user_row(addr)?;
         let end = offset.saturating_add(len);
         self.check_quotas(&row, end)?;
-        let Some(file) = self.data.file_for_write(addr)? else {
-            return Ok(None);
-        };
+        let file = self.data.file_for_write(addr)?;
         if end > row.logical_len {
             self.trim_stale_tail(addr, row.logical_len)?;
         }
         let identity = identity(&file)?;
         let ticket = self.placements.register(addr, end);
-        Ok(Some(PlacedWrite { file, offset, len, addr, identity, ticket }))
+        Ok(PlacedWrite { file, offset, len, addr, identity, ticket })
     }
 
     /// Commits a placed WRITE whose data has all been put in place; `request` is the one it

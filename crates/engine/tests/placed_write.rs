@@ -24,7 +24,9 @@ fn write_req(addr: ObjectAddr, offset: u64, len: u64) -> Request<'static> {
 }
 
 fn begin(osd: &Osd, addr: ObjectAddr, offset: u64, len: u64) -> PlacedWrite {
-    osd.engine.begin_placed_write(&write_req(addr, offset, len)).expect("begin").expect("a plain WRITE is placed")
+    let r = write_req(addr, offset, len);
+    assert!(osd.engine.placeable(&r));
+    osd.engine.begin_placed_write(&r).expect("begin")
 }
 
 /// Puts `data[from..to]` where the placement says, as the transport does.
@@ -159,16 +161,20 @@ fn a_removed_object_fails_the_commit_with_its_usual_sense() {
 }
 
 #[test]
-fn only_plain_writes_are_placed_and_checks_still_answer() {
+fn only_plain_writes_on_file_stores_are_placed_and_checks_still_answer() {
+    let in_memory = tempfile::tempdir().unwrap();
+    let engine = tessera_engine::Engine::open_with_data(in_memory.path(), config(), std::sync::Arc::new(tessera_engine::MemStore::new())).unwrap();
+    assert!(!engine.placeable(&write_req(ObjectAddr::new(PID, PID), 0, 10)), "no files to place into");
     let osd = Osd::new();
     let a = object(&osd);
     let with_set = with_set(write_req(a, 0, 10), &[(APP_PAGE, 1, b"v")]);
-    assert!(osd.engine.begin_placed_write(&with_set).unwrap().is_none());
+    assert!(!osd.engine.placeable(&with_set));
+    assert!(osd.engine.begin_placed_write(&with_set).is_err());
     let with_get = with_get(write_req(a, 0, 10), &[tessera_osd_proto::AttrId::new(INFO, LENGTH)]);
-    assert!(osd.engine.begin_placed_write(&with_get).unwrap().is_none());
+    assert!(!osd.engine.placeable(&with_get));
     let strided = req(Command::Write { addr: a, offset: 0, len: 10, layout: DataLayout::Strided { stride: 4, block_len: 2 } });
-    assert!(osd.engine.begin_placed_write(&strided).unwrap().is_none());
-    assert!(osd.engine.begin_placed_write(&req(Command::Append { addr: a, len: 10 })).unwrap().is_none());
+    assert!(!osd.engine.placeable(&strided));
+    assert!(!osd.engine.placeable(&req(Command::Append { addr: a, len: 10 })));
     let missing = ObjectAddr::new(PID, a.object_id.0 + 1);
     let err = osd.engine.begin_placed_write(&write_req(missing, 0, 10)).unwrap_err();
     assert!(matches!(err, CommandError::NoSuchObject { .. }), "{err}");

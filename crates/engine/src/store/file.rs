@@ -281,8 +281,12 @@ impl ObjectData for FileStore {
         self.existing(addr)
     }
 
-    fn file_for_write(&self, addr: ObjectAddr) -> Result<Option<Arc<File>>, StorageError> {
-        self.create(addr).map(Some)
+    fn places_writes(&self) -> bool {
+        true
+    }
+
+    fn file_for_write(&self, addr: ObjectAddr) -> Result<Arc<File>, StorageError> {
+        self.create(addr)
     }
 
     fn read_at(&self, addr: ObjectAddr, offset: u64, buf: &mut [u8]) -> Result<usize, StorageError> {
