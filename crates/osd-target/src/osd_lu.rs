@@ -10,17 +10,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use tessera_engine::{Engine, StorageError};
+use tessera_engine::{CommandError, Engine, StorageError};
 use tessera_osd_proto::{
     decode_request, encode_reply, AttrId, Command, FlushScope, GetAttrs, Options, Reply, ReplyPlacement, Request,
     RetrievedAttr, ServiceAction, TimestampsControl,
 };
 use tessera_security::key_commands::is_key_command;
-use tessera_scsi::{FileDataIn, Nexus, ScsiOutcome, ScsiTask};
+use tessera_scsi::{FileDataIn, Nexus, PlacedDataOut, ScsiOutcome, ScsiTask};
 use tessera_types::ObjectAddr;
 
 use crate::security_gate::{GateError, SecurityGate, TargetSecurity};
 use crate::spc::{CommandSet, DeviceIdentity};
+
+mod placed_write;
 
 /// OSD peripheral device type (SPC-4 table 51).
 pub const OSD_DEVICE_TYPE: u8 = 0x11;
@@ -147,6 +149,10 @@ impl CommandSet for Arc<OsdCommandSet> {
         gate.finish(&self.engine, &request, &auth, &placement, outcome)
     }
 
+    fn place_data_out(&self, nexus: &Nexus, cdb: &[u8], data_out_len: u64, data_in_len: u32) -> Option<Box<dyn PlacedDataOut>> {
+        self.place_write(nexus, cdb, data_out_len, data_in_len)
+    }
+
     fn lun_reset(&self) {}
 }
 
@@ -174,14 +180,19 @@ impl OsdCommandSet {
             }
         };
         times.engine_ns.fetch_add(nanos_since(t1), Ordering::Relaxed);
+        self.outcome(result, placement, task.data_in_len)
+    }
+
+    /// The engine's answer as SCSI status, sense and Data-In.
+    fn outcome(&self, result: Result<Reply, CommandError>, placement: &ReplyPlacement, data_in_len: u32) -> ScsiOutcome {
         let reply = match result {
             Ok(r) => r,
             Err(e) => return ScsiOutcome::check_condition(e.sense()),
         };
         let t2 = Instant::now();
         let recovered = reply.recovered.clone();
-        let data_in = encode_reply(placement, reply, task.data_in_len);
-        times.encode_ns.fetch_add(nanos_since(t2), Ordering::Relaxed);
+        let data_in = encode_reply(placement, reply, data_in_len);
+        self.times.encode_ns.fetch_add(nanos_since(t2), Ordering::Relaxed);
         match recovered {
             Some(sense) => ScsiOutcome::check_condition_with_data(sense, data_in),
             None => ScsiOutcome::good(data_in),

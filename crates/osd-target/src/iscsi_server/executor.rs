@@ -39,6 +39,7 @@ pub(crate) fn run(conn: &Connection) {
                 if let Some(w) = q.work.pop_front() {
                     if let Work::Task(t) = &w {
                         q.running = Some(t.itt);
+                        q.running_buffered = t.placed.is_none();
                     }
                     break w;
                 }
@@ -97,7 +98,9 @@ const INLINE_BYTES_MAX: usize = 64 * 1024;
 /// still go to the executor so the reader can receive the next command's data meanwhile.
 /// Order is kept: a task runs inline only when the executor has nothing before it.
 pub(crate) fn submit(conn: &Connection, task: ReadyTask) -> io::Result<()> {
-    let small = task.data_out.len() + task.data_in_len as usize <= INLINE_BYTES_MAX;
+    // A placed WRITE's data is already stored, but its commit (an SQLite write) is left to the
+    // executor so the reader goes on receiving the next command's data meanwhile.
+    let small = task.placed.is_none() && task.data_out.len() + task.data_in_len as usize <= INLINE_BYTES_MAX;
     {
         let mut q = conn.queue();
         if !(small && q.work.is_empty() && q.running.is_none() && !q.closed) {
@@ -108,6 +111,7 @@ pub(crate) fn submit(conn: &Connection, task: ReadyTask) -> io::Result<()> {
         // Marked running so a TMF arriving meanwhile is answered after this task, as for the
         // executor's own tasks.
         q.running = Some(task.itt);
+        q.running_buffered = true;
     }
     let result = execute(conn, task);
     conn.command_done();
@@ -119,10 +123,12 @@ pub(crate) fn submit(conn: &Connection, task: ReadyTask) -> io::Result<()> {
     result
 }
 
-fn execute(conn: &Connection, task: ReadyTask) -> io::Result<()> {
-    let outcome = match task.failed.clone() {
-        Some(sense) => ScsiOutcome::check_condition(sense),
-        None => conn.device.execute(
+fn execute(conn: &Connection, mut task: ReadyTask) -> io::Result<()> {
+    let outcome = match (task.failed.clone(), task.placed.take()) {
+        // A placed command dropped here unfinished is abandoned by its device.
+        (Some(sense), _) => ScsiOutcome::check_condition(sense),
+        (None, Some(placed)) => placed.finish(),
+        (None, None) => conn.device.execute(
             &conn.nexus,
             &ScsiTask { lun: task.lun, cdb: &task.cdb, data_out: &task.data_out, data_in_len: task.data_in_len },
         ),
