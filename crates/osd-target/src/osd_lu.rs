@@ -29,7 +29,8 @@ pub const OSD_DEVICE_TYPE: u8 = 0x11;
 
 /// Root-object page (in the root's application range) that reports the target's per-stage
 /// counters: 1 commands, 2 decode ns, 3 engine ns, 4 encode ns, 5 commands security let
-/// through, 6 commands security refused (each 8 bytes, big-endian, cumulative since start).
+/// through, 6 commands security refused, 7 WRITEs whose data was received straight into the
+/// object's file (each 8 bytes, big-endian, cumulative since start).
 /// Read-only; answered here, never stored.
 pub const STATS_PAGE: u32 = 0x9FFF_FF00;
 
@@ -39,6 +40,7 @@ struct StageTimes {
     decode_ns: AtomicU64,
     engine_ns: AtomicU64,
     encode_ns: AtomicU64,
+    placed_writes: AtomicU64,
 }
 
 pub struct OsdCommandSet {
@@ -92,6 +94,7 @@ impl OsdCommandSet {
             t.encode_ns.load(Ordering::Relaxed),
             security.authorized,
             security.refused,
+            t.placed_writes.load(Ordering::Relaxed),
         ];
         let retrieved = values
             .iter()

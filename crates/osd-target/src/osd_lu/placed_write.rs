@@ -48,6 +48,7 @@ impl OsdCommandSet {
         let mut placed = OsdPlacedWrite { set: self.clone(), request, placement, data_in_len, auth, write: None };
         match begun {
             Ok(write) => {
+                self.times.placed_writes.fetch_add(1, Ordering::Relaxed);
                 placed.write = Some(write);
                 Some(Box::new(placed))
             }
