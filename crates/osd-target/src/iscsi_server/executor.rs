@@ -90,7 +90,7 @@ pub(crate) fn run(conn: &Connection) {
 }
 
 /// Largest command (Data-Out plus Data-In bytes) the reader thread runs itself.
-const INLINE_BYTES_MAX: usize = 64 * 1024;
+pub(crate) const INLINE_BYTES_MAX: usize = 64 * 1024;
 
 /// Hands a ready task to the executor, or runs it right here on the reader thread when it is
 /// small and nothing is queued or running. Why: a GET ATTRIBUTES costs a few microseconds, less
