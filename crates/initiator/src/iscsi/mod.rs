@@ -10,6 +10,8 @@ mod rx;
 mod session;
 
 pub use login::LoginResult;
+/// The credentials a session authenticates with; the same type configures the target.
+pub use tessera_iscsi::login::auth::{ChapCredential, ChapSecrets, SecretsError};
 pub use raw::{RawConnection, RawReply};
 pub use reconnecting::ReconnectingSession;
 pub use session::Session;
@@ -35,6 +37,10 @@ pub struct SessionConfig {
     pub max_outstanding_r2t: u32,
     /// Initiator session id; by default a random-format ISID unique within this process.
     pub isid: [u8; 6],
+    /// CHAP credentials for the security stage (docs/security.md, "CHAP at login"): with
+    /// only the initiator's, one-way CHAP; with the target's too, mutual CHAP, and a target
+    /// that cannot prove itself is refused. `None`: AuthMethod=None.
+    pub chap: Option<ChapSecrets>,
 }
 
 impl SessionConfig {
@@ -53,7 +59,14 @@ impl SessionConfig {
             initial_r2t: false,
             max_outstanding_r2t: 1,
             isid: next_isid(),
+            chap: None,
         }
+    }
+
+    /// The same configuration, authenticating with `chap`.
+    pub fn with_chap(mut self, chap: ChapSecrets) -> Self {
+        self.chap = Some(chap);
+        self
     }
 
     pub fn offer(&self) -> Offer {

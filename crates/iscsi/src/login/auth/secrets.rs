@@ -82,7 +82,7 @@ pub enum SecretsError {
     SecretTooLong { user: String, len: usize },
     #[error("the target's CHAP secret equals the initiator's; RFC 7143 §9.2.1 forbids one secret for both directions")]
     SameSecret,
-    #[error("the CHAP secret file is open to group or others (mode {mode:03o}); run `chmod 600` on it")]
+    #[error("group or others may open it (mode {mode:03o}); run `chmod 600` on it")]
     Exposed { mode: u32 },
 }
 
