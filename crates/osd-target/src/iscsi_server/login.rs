@@ -149,18 +149,8 @@ pub(crate) fn login(
         if let Some(n) = find(&pairs, INITIATOR_NAME) {
             initiator_name = Some(n.to_string());
         }
-        // The security stage answers its keys and decides whether the initiator may leave it.
-        let security = if req.csg == STAGE_SECURITY {
-            auth.respond(&pairs).and_then(|a| Ok((a, auth.may_transit(req.transit)?)))
-        } else {
-            auth.check_operational(&pairs).map(|()| (Vec::new(), req.transit))
-        };
-        let (mut answer, transit) = match security {
-            Ok(s) => s,
-            Err(e) => return refuse_authentication(server, &mut ex, &req, initiator_name.as_deref(), reader, &e),
-        };
-        match neg.respond(&pairs) {
-            Ok(a) => answer.extend(a),
+        let mut answer = match neg.respond(&pairs) {
+            Ok(a) => a,
             Err(_) => return ex.fail(&req, login_status::INITIATOR_ERROR, "bad SessionType"),
         };
         if first_response {
@@ -183,6 +173,13 @@ pub(crate) fn login(
             }
             first_response = false;
         }
+        let transit = match security_stage(&mut auth, &req, &pairs) {
+            Ok((keys, transit)) => {
+                answer.extend(keys);
+                transit
+            }
+            Err(e) => return refuse_authentication(server, &mut ex, &req, initiator_name.as_deref(), reader, &e),
+        };
         let to_ffp = transit && req.nsg == STAGE_FULL_FEATURE;
         if req.csg == STAGE_OPERATIONAL || to_ffp {
             answer.extend(neg.declarations());
@@ -224,6 +221,19 @@ pub(crate) fn login(
             stat_sn: INITIAL_STAT_SN.wrapping_add(1),
             exp_cmd_sn: ex.first.cmd_sn,
         }));
+    }
+}
+
+/// The security stage's answer to one request and whether the initiator may move on: in the
+/// security stage the auth keys are answered and the T bit granted only once authenticated;
+/// later stages carry no auth keys and start only after authentication.
+fn security_stage(auth: &mut TargetAuth, req: &LoginRequest, pairs: &[KeyValue]) -> Result<(Vec<KeyValue>, bool), AuthError> {
+    if req.csg == STAGE_SECURITY {
+        let keys = auth.respond(pairs)?;
+        Ok((keys, auth.may_transit(req.transit)?))
+    } else {
+        auth.check_operational(pairs)?;
+        Ok((Vec::new(), req.transit))
     }
 }
 
