@@ -1,7 +1,7 @@
 //! The initiator's login exchange (RFC 7143 §6.3, §11.12): security stage with the names and
 //! [`InitiatorAuth`] (CHAP when the session has credentials), then operational negotiation
-//! through [`InitiatorNegotiator`], until the target answers the transit to full feature phase. Shared by [`super::Session`] and
-//! [`super::RawConnection`].
+//! through [`InitiatorNegotiator`], until the target answers the transit to full feature
+//! phase. Shared by [`super::Session`] and [`super::RawConnection`].
 
 use std::io::{Read, Write};
 
