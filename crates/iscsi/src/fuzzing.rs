@@ -84,6 +84,13 @@ fn security_stage(pairs: &[crate::text::KeyValue]) {
 mod tests {
     use proptest::prelude::*;
 
+    /// Found by the fuzzer: an answer refused after MaxBurstLength was recorded left
+    /// FirstBurstLength above it.
+    #[test]
+    fn refused_answer_keeps_first_burst_within_max_burst() {
+        super::login(b"SessionType=Discovery\0MaxBurstLength=0xeeA\0MaxBurstLength=\0");
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
         #[test]

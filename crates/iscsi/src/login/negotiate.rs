@@ -239,6 +239,14 @@ impl InitiatorNegotiator {
     /// Checks and records the target's answers. Keys answered NotUnderstood, Irrelevant or
     /// Reject keep their RFC defaults.
     pub fn apply(&mut self, pairs: &[KeyValue]) -> Result<(), NegotiationError> {
+        let recorded = self.record(pairs);
+        // Also after a refused answer, so the parameters never break FirstBurstLength <=
+        // MaxBurstLength, whatever stage the answers stopped at.
+        settle(&mut self.params);
+        recorded
+    }
+
+    fn record(&mut self, pairs: &[KeyValue]) -> Result<(), NegotiationError> {
         for (key, value) in pairs {
             let violates = || NegotiationError::Violates { key: key.clone(), value: value.clone() };
             if matches!(value.as_str(), NOT_UNDERSTOOD | IRRELEVANT | REJECT) {
@@ -286,7 +294,6 @@ impl InitiatorNegotiator {
                 }
             }
         }
-        settle(&mut self.params);
         Ok(())
     }
 }
