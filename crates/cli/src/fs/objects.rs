@@ -15,8 +15,6 @@ use super::ClusterArg;
 use crate::units::format_size;
 
 /// Root information page: total and used capacity (OSD-2 r05 §7.1.2.8).
-const ROOT_TOTAL_CAPACITY: AttrId = AttrId::new(ROOT_INFO_PAGE, 0x80);
-const ROOT_USED_CAPACITY: AttrId = AttrId::new(ROOT_INFO_PAGE, 0x81);
 
 #[derive(Args)]
 pub struct AttrArgs {
