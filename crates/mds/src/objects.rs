@@ -2,6 +2,8 @@
 //! MDS performs itself (it never touches file data). [`OsdObjects`] implements it over one
 //! typed OSD client per node; tests may inject failures with their own implementation.
 
+use std::sync::Arc;
+
 use tessera_initiator::osd_client::{OsdClient, OsdError};
 use tessera_mds_proto::{ObjectRef, OsdUsage};
 use tessera_osd_proto::pages::{ROOT_TOTAL_CAPACITY, ROOT_USED_CAPACITY, USER_OBJECT_LOGICAL_LENGTH};
@@ -68,16 +70,17 @@ pub trait DataObjects: Send + Sync {
 
 /// One OSD client per storage node, indexed like the cluster map, each with its data partition.
 pub struct OsdObjects<T: ScsiTransport> {
-    nodes: Vec<(OsdClient<T>, u64)>,
+    nodes: Vec<(Arc<OsdClient<T>>, u64)>,
 }
 
 impl<T: ScsiTransport> OsdObjects<T> {
-    /// `nodes[i]` is OSD `i`: its client and the partition holding file data.
-    pub fn new(nodes: Vec<(OsdClient<T>, u64)>) -> Self {
-        OsdObjects { nodes }
+    /// `nodes[i]` is OSD `i`: its client (owned, or shared with the key rotation) and the
+    /// partition holding file data.
+    pub fn new<C: Into<Arc<OsdClient<T>>>>(nodes: Vec<(C, u64)>) -> Self {
+        OsdObjects { nodes: nodes.into_iter().map(|(c, p)| (c.into(), p)).collect() }
     }
 
-    fn node(&self, osd: u32) -> Result<&(OsdClient<T>, u64), ObjectsError> {
+    fn node(&self, osd: u32) -> Result<&(Arc<OsdClient<T>>, u64), ObjectsError> {
         self.nodes.get(osd as usize).ok_or(ObjectsError::UnknownOsd(osd))
     }
 

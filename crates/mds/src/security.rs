@@ -64,12 +64,12 @@ pub enum SecurityError {
 
 /// Sends SET KEY to one OSD: the seam the rotation thread uses (implemented by the OSD client).
 pub trait KeyInstaller: Send + Sync {
-    fn install(&self, command: &KeyCommand, credential: &Credential) -> Result<(), OsdError>;
+    fn install(&self, command: &KeyCommand, credential: &Credential) -> Result<(), Box<OsdError>>;
 }
 
 impl<T: ScsiTransport + Send + Sync> KeyInstaller for OsdClient<T> {
-    fn install(&self, command: &KeyCommand, credential: &Credential) -> Result<(), OsdError> {
-        self.set_key(command, credential)
+    fn install(&self, command: &KeyCommand, credential: &Credential) -> Result<(), Box<OsdError>> {
+        self.set_key(command, credential).map_err(Box::new)
     }
 }
 
@@ -162,10 +162,10 @@ impl SecurityManager {
     /// `client` must sign with [`SecurityManager::source`] for this OSD.
     pub fn establish<T: ScsiTransport + Send + Sync>(&self, osd: u32, client: &OsdClient<T>, now_ms: u64) -> Result<(), SecurityError> {
         let state = self.osd(osd);
-        let fail = |source: OsdError| SecurityError::Osd { osd, source: Box::new(source) };
+        let fail = |source: Box<OsdError>| SecurityError::Osd { osd, source };
         self.send(osd, client, KeySlot::Root, 0, now_ms).map_err(fail)?;
-        if !client.list_all(0).map_err(fail)?.contains(&state.partition_id) {
-            client.create_partition(Some(state.partition_id)).map_err(fail)?;
+        if !client.list_all(0).map_err(|e| fail(Box::new(e)))?.contains(&state.partition_id) {
+            client.create_partition(Some(state.partition_id)).map_err(|e| fail(Box::new(e)))?;
         }
         self.send(osd, client, KeySlot::Partition(state.partition_id), 0, now_ms).map_err(fail)?;
         self.rotate(osd, client, now_ms)
@@ -181,7 +181,7 @@ impl SecurityManager {
                 continue;
             }
             let slot = KeySchedule::working_slot(state.partition_id, epoch);
-            self.send(osd, installer, slot, epoch, now_ms).map_err(|source| SecurityError::Osd { osd, source: Box::new(source) })?;
+            self.send(osd, installer, slot, epoch, now_ms).map_err(|source| SecurityError::Osd { osd, source })?;
             let mut installed = state.installed.lock().unwrap_or_else(|p| p.into_inner());
             installed.insert(epoch);
             // Forget epochs whose version has been reused.
@@ -192,13 +192,15 @@ impl SecurityManager {
     }
 
     /// One SET KEY for `slot` with the scheduled seed of `epoch`, recorded once the OSD took it.
-    fn send(&self, osd: u32, installer: &dyn KeyInstaller, slot: KeySlot, epoch: u64, now_ms: u64) -> Result<(), OsdError> {
+    fn send(&self, osd: u32, installer: &dyn KeyInstaller, slot: KeySlot, epoch: u64, now_ms: u64) -> Result<(), Box<OsdError>> {
         let state = self.osd(osd);
         let (id, seed) = scheduled_seed(&state.master, slot, epoch);
-        let (command, credential) = state.keys.read().unwrap_or_else(|p| p.into_inner()).key_command(slot, id, seed, self.config.method, now_ms)?;
+        let keys = state.keys.read().unwrap_or_else(|p| p.into_inner());
+        let (command, credential) = keys.key_command(slot, id, seed, self.config.method, now_ms).map_err(|e| Box::new(e.into()))?;
+        drop(keys);
         installer.install(&command, &credential)?;
         let mut keys = state.keys.write().unwrap_or_else(|p| p.into_inner());
-        keys.record(&command)?;
+        keys.record(&command).map_err(|e| Box::new(e.into()))?;
         if let KeySlot::Partition(_) = slot {
             // Recording a partition key drops its working keys from the book (the OSD keeps
             // them, and they are the same): mark them for re-recording.

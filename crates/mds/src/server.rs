@@ -409,8 +409,14 @@ impl Mds {
         Ok(Reply::DirPage { entries: out, more })
     }
 
+    /// Sets every object's length. A file without write bits cannot be truncated, the same
+    /// rule its capabilities enforce for writes (the MDS knows no users yet: the bits apply to
+    /// everyone).
     fn truncate(&self, ino: InodeId, size: u64) -> Result<Attr, FsError> {
-        let layout = self.ns.read(|s| s.layout(ino))?;
+        let (layout, mode) = self.ns.read(|s| Ok((s.layout(ino)?, s.inode(ino)?.mode)))?;
+        if mode & 0o222 == 0 {
+            return Err(FsError::Access);
+        }
         for (slot, o) in layout.objects.iter().enumerate() {
             let len = layout.stripe.object_len(size, slot as u32);
             self.objects.set_logical_len(*o, len).map_err(|e| {
