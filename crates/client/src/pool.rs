@@ -17,6 +17,7 @@ use tessera_initiator::osd_client::{OsdClient, OsdError};
 use tessera_types::ObjectAddr;
 
 use crate::config::{ClusterConfig, OsdEntry};
+use crate::credentials::CredentialBook;
 use crate::error::ClientError;
 
 pub type OsdConn = OsdClient<Session>;
@@ -28,6 +29,8 @@ const BURSTS_PER_COMMAND: u64 = 4;
 
 struct Osd {
     entry: OsdEntry,
+    /// Credentials of this OSD's objects that open files hold; every session signs with them.
+    book: Arc<CredentialBook>,
     sessions: Vec<Mutex<Option<Arc<OsdConn>>>>,
     next: AtomicUsize,
 }
@@ -52,6 +55,7 @@ impl OsdPool {
             .iter()
             .map(|entry| Osd {
                 entry: entry.clone(),
+                book: Arc::new(CredentialBook::default()),
                 sessions: (0..config.sessions_per_osd).map(|_| Mutex::new(None)).collect(),
                 next: AtomicUsize::new(0),
             })
@@ -61,6 +65,11 @@ impl OsdPool {
 
     pub fn osd_count(&self) -> usize {
         self.osds.len()
+    }
+
+    /// Each OSD's credential book, indexed like the cluster map.
+    pub fn books(&self) -> Vec<Arc<CredentialBook>> {
+        self.osds.iter().map(|o| o.book.clone()).collect()
     }
 
     fn osd(&self, osd_index: u32, path: &str) -> Result<&Osd, ClientError> {
@@ -93,7 +102,7 @@ impl OsdPool {
             object_id,
             source: Box::new(OsdError::Transport(e)),
         })?;
-        let conn = Arc::new(OsdClient::new(session, osd.entry.lun));
+        let conn = Arc::new(OsdClient::with_credentials(session, osd.entry.lun, osd.book.clone()));
         *guard = Some(conn.clone());
         Ok(Lease { conn, osd_index, slot })
     }
