@@ -84,11 +84,14 @@ pub struct SecuritySpec {
     /// `tessera mds --capability-lifetime`, `--key-period` (the server's defaults when `None`).
     pub capability_lifetime: Option<Duration>,
     pub key_period: Option<Duration>,
+    /// Every iSCSI login (metadata servers, clients) must pass mutual CHAP with a secret
+    /// `start_spec` writes to `DIR/keys/chap.secrets` and names in the cluster file.
+    pub chap: bool,
 }
 
 impl Default for SecuritySpec {
     fn default() -> Self {
-        SecuritySpec { method: Some(SecurityMethod::CmdRsp), capability_lifetime: None, key_period: None }
+        SecuritySpec { method: Some(SecurityMethod::CmdRsp), capability_lifetime: None, key_period: None, chap: false }
     }
 }
 
@@ -159,6 +162,7 @@ impl LocalCluster {
         let logs = dir.join("logs");
         std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
         check_not_shrinking(dir, spec)?;
+        let chap = if spec.security.chap { Some(chap_secret_file(dir)?) } else { None };
         let mut osd_daemons = Vec::new();
         let mut osd_entries = Vec::new();
         for i in 0..spec.osds {
@@ -169,6 +173,9 @@ impl LocalCluster {
             if let Some(method) = spec.security.method {
                 let key = master_key_file(dir, i)?;
                 args.extend(["--security".into(), method.name().to_ascii_lowercase(), "--master-key-file".into(), path_str(&key)?.into()]);
+            }
+            if let Some(chap) = &chap {
+                args.extend(["--chap-secret-file".into(), path_str(chap)?.into()]);
             }
             cmd.args(&args);
             let daemon = Daemon::spawn_command(cmd, &args.join(" "), Some(&log))?;
@@ -182,7 +189,8 @@ impl LocalCluster {
             Placement::Shared(host) => free_ports(host, spec.mds)?,
             Placement::Hosts { mds, .. } => mds.iter().take(spec.mds as usize).map(|h| format!("{}:{MDS_PORT}", h.addr)).collect(),
         };
-        let config = ClusterConfig::new(mds_addrs.iter().map(|addr| MdsEntry { addr: addr.clone() }).collect(), osd_entries);
+        let mut config = ClusterConfig::new(mds_addrs.iter().map(|addr| MdsEntry { addr: addr.clone() }).collect(), osd_entries);
+        config.chap_secret_file = chap;
         let cluster_file = dir.join(CLUSTER_FILE);
         config.save(&cluster_file)?;
         let mut daemons = Vec::new();
@@ -291,25 +299,51 @@ pub const KEYS_DIR: &str = "keys";
 /// OSD `index`'s master key file, made with a fresh random key (mode 0600, in a 0700
 /// directory) unless it exists: the first-start provisioning step of docs/security.md.
 pub fn master_key_file(dir: &Path, index: u32) -> Result<PathBuf> {
-    use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let path = keys_dir(dir)?.join(format!("osd{index}.key"));
+    if !path.exists() {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).map_err(|e| anyhow::anyhow!("no randomness for a master key: {e}"))?;
+        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        write_private(&path, &format!("{hex}\n"))?;
+    }
+    Ok(path)
+}
+
+/// The cluster's CHAP secret file, made with fresh random secrets for both directions (mutual
+/// CHAP) unless it exists; mode 0600 beside the master keys.
+pub fn chap_secret_file(dir: &Path) -> Result<PathBuf> {
+    let path = keys_dir(dir)?.join("chap.secrets");
+    if !path.exists() {
+        let secret = || -> Result<String> {
+            let mut bytes = [0u8; 16];
+            getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness for a CHAP secret: {e}"))?;
+            Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+        };
+        let text = format!("# written by tessera up: initiator, then target (mutual CHAP)\ntessera-initiator {}\ntessera-osd {}\n", secret()?, secret()?);
+        write_private(&path, &text)?;
+    }
+    Ok(path)
+}
+
+/// `DIR/keys`, created private.
+fn keys_dir(dir: &Path) -> Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
     let keys = dir.join(KEYS_DIR);
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&keys).with_context(|| format!("creating {}", keys.display()))?;
-    let path = keys.join(format!("osd{index}.key"));
-    if path.exists() {
-        return Ok(path);
-    }
-    let mut key = [0u8; 32];
-    getrandom::fill(&mut key).map_err(|e| anyhow::anyhow!("no randomness for a master key: {e}"))?;
-    let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(keys)
+}
+
+/// Creates `path` with mode 0600 holding `text`, durably; fails if it exists.
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(&path)
+        .open(path)
         .with_context(|| format!("creating {}", path.display()))?;
-    writeln!(file, "{hex}").and_then(|()| file.sync_all()).with_context(|| format!("writing {}", path.display()))?;
-    Ok(path)
+    file.write_all(text.as_bytes()).and_then(|()| file.sync_all()).with_context(|| format!("writing {}", path.display()))
 }
 
 fn path_str(path: &Path) -> Result<&str> {

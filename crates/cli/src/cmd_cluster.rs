@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use tessera_client::ClusterConfig;
-use tessera_initiator::iscsi::{Session, SessionConfig};
+use tessera_initiator::iscsi::Session;
 use tessera_initiator::osd_client::OsdClient;
 use tessera_mds::MdsConnection;
 use tessera_mds_proto::Request;
@@ -53,6 +53,10 @@ pub struct UpArgs {
     /// every object. Only for benchmarks of the unprotected path and for debugging.
     #[arg(long)]
     insecure: bool,
+    /// Also require mutual CHAP at every iSCSI login: secrets go to DIR/keys/chap.secrets
+    /// (mode 0600), which the cluster file names for clients.
+    #[arg(long)]
+    chap: bool,
 }
 
 fn parse_secure_method(s: &str) -> Result<SecurityMethod, String> {
@@ -97,7 +101,11 @@ pub fn up(mut args: UpArgs) -> Result<()> {
         placement: Placement::Shared(args.host.clone()),
         stripe_unit: args.stripe_unit,
         stripe_count: args.stripe_count,
-        security: if args.insecure { SecuritySpec::nosec() } else { SecuritySpec { method: Some(args.security), ..SecuritySpec::default() } },
+        security: SecuritySpec {
+            method: if args.insecure { None } else { Some(args.security) },
+            chap: args.chap,
+            ..SecuritySpec::default()
+        },
     };
     if args.insecure {
         eprintln!("tessera up: WARNING: --insecure: every OSD runs NOSEC; anyone who reaches an OSD can read, write and remove every object");
@@ -112,6 +120,9 @@ pub fn up(mut args: UpArgs) -> Result<()> {
     match spec.security.method {
         Some(m) => println!("security: {} capabilities; master keys in {} (keep them private)", m.name(), args.dir.join(crate::cluster::KEYS_DIR).display()),
         None => println!("security: OFF (NOSEC)"),
+    }
+    if args.chap {
+        println!("CHAP: mutual, secrets in {}", args.dir.join(crate::cluster::KEYS_DIR).join("chap.secrets").display());
     }
     println!("export TESSERA_CLUSTER={}", absolute(&cluster_file).display());
     Ok(())
@@ -203,7 +214,7 @@ fn probe_mds(addr: &str) -> Result<String> {
 fn probe_osd(config: &ClusterConfig, index: usize) -> Result<String> {
     let osd = &config.osds[index];
     reachable(&osd.addr)?;
-    let session = Session::login(osd.addr.as_str(), SessionConfig::new(&config.initiator_name, &osd.target))?;
+    let session = Session::login(osd.addr.as_str(), config.session_config(osd)?)?;
     let client = OsdClient::new(session, osd.lun);
     // INQUIRY needs no capability; a LIST of the root without one tells a NOSEC OSD (answers)
     // from one that checks capabilities (refuses).

@@ -16,7 +16,7 @@ use clap::Args;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use tessera_client::{ClusterConfig, OsdEntry, StripeHint};
-use tessera_initiator::iscsi::{ReconnectingSession, SessionConfig};
+use tessera_initiator::iscsi::ReconnectingSession;
 use tessera_initiator::osd_client::{OsdClient, OsdError};
 use tessera_mds::security::{now_ms, KeyInstaller};
 use tessera_mds::{Mds, MdsConfig, OsdObjects, OsdSecret, PrecreateConfig, SecurityConfig, SecurityManager};
@@ -144,7 +144,7 @@ pub fn db_path(data: &Path, index: u32) -> PathBuf {
 
 /// A reconnecting client to one OSD, once it answers (INQUIRY needs no capability).
 fn connect_osd(cluster: &ClusterConfig, osd: &OsdEntry) -> Result<OsdConn> {
-    let session = ReconnectingSession::new(&osd.addr, SessionConfig::new(&cluster.initiator_name, &osd.target));
+    let session = ReconnectingSession::new(&osd.addr, cluster.session_config(osd)?);
     let client = OsdClient::new(session, osd.lun);
     let deadline = Instant::now() + OSD_WAIT;
     loop {

@@ -178,3 +178,23 @@ fn working_keys_rotate_and_clients_refresh_without_noticing() {
     let hostile = hostile_session(&cluster, first.osd);
     assert_refused_at(hostile.execute_as(&read_cmd(first.addr, 4), &first.credential), EXPIRATION, "expired capability");
 }
+
+#[test]
+fn a_chap_cluster_admits_only_initiators_with_the_secret() {
+    let dir = tempfile::Builder::new().prefix("tessera-fssec-").tempdir().unwrap();
+    let cluster = start(dir.path(), SecuritySpec { chap: true, ..SecuritySpec::default() });
+    let secrets = cluster.config().chap_secret_file.clone().expect("the cluster file names the CHAP secrets");
+    assert_eq!(std::fs::metadata(&secrets).unwrap().permissions().mode() & 0o777, 0o600);
+    // The metadata server and the client log in with the secret the cluster file names.
+    let client = Client::connect(cluster.config()).unwrap();
+    let f = client.create("/c", 0o644, None).unwrap();
+    f.pwrite(0, b"behind chap").unwrap();
+    assert_eq!(client.open("/c").unwrap().read_to_end().unwrap(), b"behind chap");
+    // An initiator without it cannot even open a session.
+    let osd = &cluster.config().osds[0];
+    let bare = tessera_initiator::iscsi::SessionConfig::new("iqn.2026-11.org.tessera:intruder", &osd.target);
+    match tessera_initiator::iscsi::Session::login(osd.addr.as_str(), bare) {
+        Err(e) => assert!(e.to_string().to_lowercase().contains("auth"), "{e}"),
+        Ok(_) => panic!("a login without CHAP was admitted"),
+    }
+}

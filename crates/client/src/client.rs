@@ -131,7 +131,7 @@ impl Client {
     /// client until capabilities exist).
     pub fn connect_as(config: &ClusterConfig, uid: u32, gid: u32) -> Result<Client, ClientError> {
         config.validate()?;
-        let inner = Inner { mds: MdsRouter::new(&config.mds), pool: OsdPool::new(config), uid, gid };
+        let inner = Inner { mds: MdsRouter::new(&config.mds), pool: OsdPool::new(config)?, uid, gid };
         inner.resolve("connect", "/")?;
         Ok(Client { inner: Arc::new(inner) })
     }

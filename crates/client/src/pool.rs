@@ -16,7 +16,7 @@ use tessera_initiator::iscsi::{Session, SessionConfig};
 use tessera_initiator::osd_client::{OsdClient, OsdError};
 use tessera_types::ObjectAddr;
 
-use crate::config::{ClusterConfig, OsdEntry};
+use crate::config::{ClusterConfig, ConfigError, OsdEntry};
 use crate::credentials::CredentialBook;
 use crate::error::ClientError;
 
@@ -44,12 +44,15 @@ pub struct Lease {
 
 pub struct OsdPool {
     osds: Vec<Osd>,
-    initiator_name: String,
+    /// How each OSD is logged in to: initiator name, target, CHAP credentials.
+    logins: Vec<SessionConfig>,
     max_transfer_bytes: u64,
 }
 
 impl OsdPool {
-    pub fn new(config: &ClusterConfig) -> OsdPool {
+    /// The pool of `config`'s OSDs; fails only when its CHAP secret file cannot be used.
+    pub fn new(config: &ClusterConfig) -> Result<OsdPool, ConfigError> {
+        let logins = config.osds.iter().map(|o| config.session_config(o)).collect::<Result<Vec<_>, _>>()?;
         let osds = config
             .osds
             .iter()
@@ -60,7 +63,7 @@ impl OsdPool {
                 next: AtomicUsize::new(0),
             })
             .collect();
-        OsdPool { osds, initiator_name: config.initiator_name.clone(), max_transfer_bytes: config.max_transfer_bytes }
+        Ok(OsdPool { osds, logins, max_transfer_bytes: config.max_transfer_bytes })
     }
 
     pub fn osd_count(&self) -> usize {
@@ -95,7 +98,7 @@ impl OsdPool {
         if let Some(conn) = guard.as_ref() {
             return Ok(Lease { conn: conn.clone(), osd_index, slot });
         }
-        let config = SessionConfig::new(&self.initiator_name, &osd.entry.target);
+        let config = self.logins[osd_index as usize].clone();
         let session = Session::login(osd.entry.addr.as_str(), config).map_err(|e| ClientError::Osd {
             osd_index,
             addr: osd.entry.addr.clone(),

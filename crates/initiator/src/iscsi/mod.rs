@@ -2,6 +2,7 @@
 //! many threads at once over one connection; [`Session::discover`] asks a portal for its
 //! targets; [`RawConnection`] sends hand-built PDUs for tests of a target's error handling.
 
+mod chap_file;
 mod driver;
 mod login;
 mod raw;
@@ -9,6 +10,7 @@ mod reconnecting;
 mod rx;
 mod session;
 
+pub use chap_file::{load_chap_secrets, ChapFileError};
 pub use login::LoginResult;
 /// The credentials a session authenticates with; the same type configures the target.
 pub use tessera_iscsi::login::auth::{ChapCredential, ChapSecrets, SecretsError};
