@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -206,17 +206,12 @@ fn start_security(args: &MdsArgs, manager: Arc<SecurityManager>, cluster: &Clust
     Ok(manager)
 }
 
-/// A master key file: 64 hex digits, readable by its owner only.
+/// A master key file: 64 hex digits, readable by its owner only (the same mode rule as a CHAP
+/// secret file).
 pub fn read_master_key(path: &Path) -> Result<Key> {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(path).with_context(|| format!("reading the master key file {}", path.display()))?;
-    ensure!(
-        meta.permissions().mode() & 0o077 == 0,
-        "{} is readable by group or others (mode {:o}); a master key must be private: chmod 600 {}",
-        path.display(),
-        meta.permissions().mode() & 0o777,
-        path.display()
-    );
+    tessera_iscsi::login::auth::check_file_mode(meta.permissions().mode()).with_context(|| format!("master key file {}", path.display()))?;
     let text = std::fs::read_to_string(path).with_context(|| format!("reading the master key file {}", path.display()))?;
     Key::from_hex(&text).with_context(|| format!("{} must hold a 32-byte key as 64 hex digits", path.display()))
 }
