@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use tessera_types::ObjectAddr;
 
 use super::cache::FileCache;
+use super::{fault_guard, mapped};
 use super::plan::{self, Run, Segment, Step};
 use super::{MapExtent, ObjectData, Piece};
 use crate::error::{IoOp, StorageError};
@@ -29,6 +30,10 @@ pub struct FileStore {
     read_gap_max: u64,
     /// Gaps a list WRITE may read and rewrite: below the file system's block (plan.rs).
     write_gap_max: u64,
+    /// List I/O goes through a mapping of the object ([`super::mapped`]). Only where a block
+    /// is at least a page: a write fault dirties a whole page, which must not allocate blocks
+    /// that writing the piece with `pwrite` would leave as holes.
+    mapped_lists: bool,
     /// Partition directories with entries created since their last fsync: a FLUSH of an
     /// object in one of them fsyncs the directory too, so a new file's name is durable.
     dirty_dirs: Mutex<HashSet<u64>>,
@@ -43,8 +48,16 @@ impl FileStore {
             cache: FileCache::new(open_files_max),
             read_gap_max,
             write_gap_max: plan::WRITE_GAP_MAX.min(block - 1),
+            mapped_lists: block >= fault_guard::page_size() as u64,
             dirty_dirs: Mutex::new(HashSet::new()),
         })
+    }
+
+    /// Turns list I/O through mappings off (or back on where the file system allows it), to
+    /// compare the two paths.
+    pub fn with_mapped_lists(mut self, on: bool) -> FileStore {
+        self.mapped_lists &= on;
+        self
     }
 
     fn partition_dir(&self, partition_id: u64) -> PathBuf {
@@ -294,6 +307,9 @@ impl ObjectData for FileStore {
 
     fn read_pieces(&self, addr: ObjectAddr, pieces: &[Piece], buf: &mut [u8]) -> Result<(), StorageError> {
         let Some(file) = self.existing(addr)? else { return Ok(()) };
+        if self.mapped_lists && pieces.len() > 1 && mapped::read(&self.cache, addr, &file, pieces, buf).map_err(StorageError::io(IoOp::Read))? {
+            return Ok(());
+        }
         with_scratch(|scratch| {
             for step in plan::plan_read(pieces, self.read_gap_max) {
                 match step {
@@ -308,6 +324,9 @@ impl ObjectData for FileStore {
 
     fn write_pieces(&self, addr: ObjectAddr, pieces: &[Piece], data: &[u8]) -> Result<(), StorageError> {
         let file = self.create(addr)?;
+        if self.mapped_lists && pieces.len() > 1 && mapped::write(&self.cache, addr, &file, pieces, data).map_err(StorageError::io(IoOp::Write))? {
+            return Ok(());
+        }
         with_scratch(|scratch| {
             for step in plan::plan_write(pieces, self.write_gap_max) {
                 match step {

@@ -7,7 +7,9 @@
 //! store's business; it lives in the attribute store, and the engine clamps reads to it.
 
 pub mod cache;
+mod fault_guard;
 pub mod file;
+pub mod mapped;
 pub mod mem;
 pub mod plan;
 
