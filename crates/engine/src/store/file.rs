@@ -26,7 +26,7 @@ const ZERO_CHUNK: usize = 64 * 1024;
 
 pub struct FileStore {
     root: PathBuf,
-    cache: FileCache,
+    pub(super) cache: FileCache,
     read_gap_max: u64,
     /// Gaps a list WRITE may read and rewrite: below the file system's block (plan.rs).
     write_gap_max: u64,

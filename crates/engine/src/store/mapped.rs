@@ -174,3 +174,7 @@ pub fn read(cache: &FileCache, addr: ObjectAddr, file: &File, pieces: &[Piece], 
         }
     }
 }
+
+#[cfg(test)]
+#[path = "mapped_tests.rs"]
+mod tests;
