@@ -294,6 +294,15 @@ impl ObjectData for FileStore {
         self.existing(addr)
     }
 
+    fn mapped(&self, addr: ObjectAddr) -> Result<Option<(Arc<mapped::Mapping>, u64)>, StorageError> {
+        let Some(file) = self.existing(addr)?.filter(|_| self.mapped_lists) else { return Ok(None) };
+        let stored = file.metadata().map_err(StorageError::io(IoOp::Stat))?.len();
+        if stored == 0 || !fault_guard::available() {
+            return Ok(None);
+        }
+        Ok(mapped::mapping(&self.cache, addr, &file, stored).map(|m| (m, stored)))
+    }
+
     fn read_at(&self, addr: ObjectAddr, offset: u64, buf: &mut [u8]) -> Result<usize, StorageError> {
         match self.existing(addr)? {
             Some(f) => read_at_most(&f, offset, buf).map_err(StorageError::io(IoOp::Read)),

@@ -105,6 +105,23 @@ impl Mapping {
     }
 }
 
+/// A list READ's Data-In can be sent straight from the mapping (see zero_copy.rs).
+impl tessera_scsi::MappedMemory for Mapping {
+    fn as_ptr(&self) -> *const u8 {
+        self.base
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn copy_out(&self, offset: usize, buf: &mut [u8]) -> io::Result<()> {
+        let piece = Piece { object_offset: offset as u64, buf_offset: 0, len: buf.len() };
+        let end = offset.checked_add(buf.len()).filter(|&e| e <= self.len).ok_or_else(|| io::Error::other("copy beyond the mapping"))?;
+        self.read_pieces(&[piece], buf, end as u64)
+    }
+}
+
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: unmaps exactly what `new` mapped (including any page the fault handler
@@ -121,7 +138,7 @@ pub fn capacity_for(len: u64) -> Option<usize> {
 
 /// The cached mapping of `addr` if it covers `end` bytes, else a new one (cached), or `None`
 /// when the object is too large to map or the system refuses.
-fn mapping(cache: &FileCache, addr: ObjectAddr, file: &File, end: u64) -> Option<Arc<Mapping>> {
+pub fn mapping(cache: &FileCache, addr: ObjectAddr, file: &File, end: u64) -> Option<Arc<Mapping>> {
     if let Some(m) = cache.mapping(&addr).filter(|m| m.len() as u64 >= end && !m.is_damaged()) {
         return Some(m);
     }

@@ -36,6 +36,13 @@ pub trait ObjectData: Send + Sync {
         Ok(None)
     }
 
+    /// A mapping of the object's stored bytes and how many there are, for stores that can map
+    /// them (a list READ is then sent from it without a copy into a buffer). `None` (the
+    /// default) when the store cannot, or the object has no data.
+    fn mapped(&self, _addr: ObjectAddr) -> Result<Option<(std::sync::Arc<mapped::Mapping>, u64)>, StorageError> {
+        Ok(None)
+    }
+
     /// Fills `buf` from `offset`; returns how many bytes the stored data covered. Bytes past
     /// the end of the stored data are left as they are (the caller zeroes its buffers).
     fn read_at(&self, addr: ObjectAddr, offset: u64, buf: &mut [u8]) -> Result<usize, StorageError>;
