@@ -1,7 +1,8 @@
 //! Object data in plain files: `<root>/<pid hex>/<oid hex>`, created on first write.
 //!
 //! All I/O is positional (pread/pwrite and their vectored forms), so threads share one open
-//! file without seeking. PUNCH is fallocate(PUNCH_HOLE | KEEP_SIZE), CLEAR is
+//! file without seeking. List I/O goes through the object's mapping ([`super::mapped`]) where
+//! the file system allows it, and through the system-call plan ([`super::plan`]) otherwise. PUNCH is fallocate(PUNCH_HOLE | KEEP_SIZE), CLEAR is
 //! fallocate(ZERO_RANGE), READ MAP walks SEEK_DATA / SEEK_HOLE; where the file system lacks
 //! one of these, the store falls back to writing zeros (the result reads the same).
 
