@@ -34,7 +34,7 @@ pub use security_store::{ObjectSecurity, StoredKey};
 pub use store::file::FileStore;
 pub use store::mem::MemStore;
 pub use store::{MapExtent, ObjectData, Piece};
-pub use zero_copy::FileRead;
+pub use zero_copy::{FileRead, MappedRead};
 
 #[cfg(test)]
 mod tests {

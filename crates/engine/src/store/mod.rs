@@ -7,7 +7,9 @@
 //! store's business; it lives in the attribute store, and the engine clamps reads to it.
 
 pub mod cache;
+mod fault_guard;
 pub mod file;
+pub mod mapped;
 pub mod mem;
 pub mod plan;
 
@@ -31,6 +33,13 @@ pub trait ObjectData: Send + Sync {
     /// a target can send data with `sendfile` instead of copying it through a buffer. `None`
     /// (the default) when the store has no such file or the object has no data yet.
     fn file(&self, _addr: ObjectAddr) -> Result<Option<std::sync::Arc<std::fs::File>>, StorageError> {
+        Ok(None)
+    }
+
+    /// A mapping of the object's stored bytes and how many there are, for stores that can map
+    /// them (a list READ is then sent from it without a copy into a buffer). `None` (the
+    /// default) when the store cannot, or the object has no data.
+    fn mapped(&self, _addr: ObjectAddr) -> Result<Option<(std::sync::Arc<mapped::Mapping>, u64)>, StorageError> {
         Ok(None)
     }
 
