@@ -10,5 +10,8 @@ command -v cargo-fuzz >/dev/null 2>&1 || cargo install --quiet --locked cargo-fu
 cd fuzz
 for target in $(cargo +nightly fuzz list); do
   echo "fuzz: $target for ${seconds}s"
-  cargo +nightly fuzz run "$target" -- -max_total_time="$seconds" -rss_limit_mb=2048
+  # A target with a dictionary (dict/<target>.dict) starts from its keys.
+  dict=()
+  [ -f "dict/$target.dict" ] && dict=(-dict="dict/$target.dict")
+  cargo +nightly fuzz run "$target" -- -max_total_time="$seconds" -rss_limit_mb=2048 ${dict[@]+"${dict[@]}"}
 done

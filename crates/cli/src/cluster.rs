@@ -6,8 +6,12 @@
 //! DIR/daemons.json     pid, address and directory of each daemon (for `down` and `status`)
 //! DIR/osd<i>/          object store of OSD i
 //! DIR/mds<i>/          namespace database of metadata server i
+//! DIR/keys/osd<i>.key  OSD i's master key (mode 0600): given to OSD i and the metadata servers
 //! DIR/logs/<name>.log  each daemon's log
 //! ```
+//!
+//! Capability security is on by default (CMDRSP): `start_spec` provisions a random master key
+//! per OSD on first start (docs/security.md, provisioning) and reuses it on restarts.
 //!
 //! [`LocalCluster`] owns its daemons and stops them when dropped (benchmarks, tests, the demo);
 //! `tessera up` detaches them instead and `tessera down` stops them by pid.
@@ -16,9 +20,12 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use std::time::Duration;
+
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use tessera_client::{ClusterConfig, MdsEntry, OsdEntry};
+use tessera_security::SecurityMethod;
 
 use crate::daemon::Daemon;
 use crate::netns::Host;
@@ -66,11 +73,44 @@ pub struct ClusterSpec {
     /// Default striping of new files (`tessera mds --stripe-unit/--stripe-count`).
     pub stripe_unit: u64,
     pub stripe_count: u32,
+    pub security: SecuritySpec,
+}
+
+/// Capability security of a cluster.
+#[derive(Clone, Debug)]
+pub struct SecuritySpec {
+    /// The method OSDs require and capabilities name; `None` runs everything NOSEC.
+    pub method: Option<SecurityMethod>,
+    /// `tessera mds --capability-lifetime`, `--key-period` (the server's defaults when `None`).
+    pub capability_lifetime: Option<Duration>,
+    pub key_period: Option<Duration>,
+    /// Every iSCSI login (metadata servers, clients) must pass mutual CHAP with a secret
+    /// `start_spec` writes to `DIR/keys/chap.secrets` and names in the cluster file.
+    pub chap: bool,
+}
+
+impl Default for SecuritySpec {
+    fn default() -> Self {
+        SecuritySpec { method: Some(SecurityMethod::CmdRsp), capability_lifetime: None, key_period: None, chap: false }
+    }
+}
+
+impl SecuritySpec {
+    pub fn nosec() -> Self {
+        SecuritySpec { method: None, ..Self::default() }
+    }
 }
 
 impl ClusterSpec {
     pub fn new(osds: u32) -> ClusterSpec {
-        ClusterSpec { osds, mds: 1, placement: Placement::Shared("127.0.0.1".into()), stripe_unit: 1 << 20, stripe_count: 0 }
+        ClusterSpec {
+            osds,
+            mds: 1,
+            placement: Placement::Shared("127.0.0.1".into()),
+            stripe_unit: 1 << 20,
+            stripe_count: 0,
+            security: SecuritySpec::default(),
+        }
     }
 }
 
@@ -122,14 +162,22 @@ impl LocalCluster {
         let logs = dir.join("logs");
         std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
         check_not_shrinking(dir, spec)?;
+        let chap = if spec.security.chap { Some(chap_secret_file(dir)?) } else { None };
         let mut osd_daemons = Vec::new();
         let mut osd_entries = Vec::new();
         for i in 0..spec.osds {
             let data = dir.join(format!("osd{i}"));
             let log = logs.join(format!("osd{i}.log"));
             let (mut cmd, host) = spec.placement.command(exe, "osd", i)?;
-            let args = ["osd", "--data", path_str(&data)?, "--listen", &format!("{host}:0")];
-            cmd.args(args);
+            let mut args: Vec<String> = ["osd", "--data", path_str(&data)?, "--listen", &format!("{host}:0")].map(String::from).to_vec();
+            if let Some(method) = spec.security.method {
+                let key = master_key_file(dir, i)?;
+                args.extend(["--security".into(), method.name().to_ascii_lowercase(), "--master-key-file".into(), path_str(&key)?.into()]);
+            }
+            if let Some(chap) = &chap {
+                args.extend(["--chap-secret-file".into(), path_str(chap)?.into()]);
+            }
+            cmd.args(&args);
             let daemon = Daemon::spawn_command(cmd, &args.join(" "), Some(&log))?;
             let addr = daemon.field("addr")?.to_string();
             let target = daemon.field("target")?.to_string();
@@ -141,7 +189,8 @@ impl LocalCluster {
             Placement::Shared(host) => free_ports(host, spec.mds)?,
             Placement::Hosts { mds, .. } => mds.iter().take(spec.mds as usize).map(|h| format!("{}:{MDS_PORT}", h.addr)).collect(),
         };
-        let config = ClusterConfig::new(mds_addrs.iter().map(|addr| MdsEntry { addr: addr.clone() }).collect(), osd_entries);
+        let mut config = ClusterConfig::new(mds_addrs.iter().map(|addr| MdsEntry { addr: addr.clone() }).collect(), osd_entries);
+        config.chap_secret_file = chap;
         let cluster_file = dir.join(CLUSTER_FILE);
         config.save(&cluster_file)?;
         let mut daemons = Vec::new();
@@ -213,7 +262,7 @@ fn spawn_mds(exe: &Path, dir: &Path, spec: &ClusterSpec, index: u32, addr: &str)
     let data = dir.join(format!("mds{index}"));
     let log = dir.join("logs").join(format!("mds{index}.log"));
     let cluster_file = dir.join(CLUSTER_FILE);
-    let args = [
+    let mut args = [
         "mds",
         "--data",
         path_str(&data)?,
@@ -226,12 +275,75 @@ fn spawn_mds(exe: &Path, dir: &Path, spec: &ClusterSpec, index: u32, addr: &str)
         "--stripe-count",
         &spec.stripe_count.to_string(),
     ]
-    .map(String::from);
+    .map(String::from)
+    .to_vec();
+    if let Some(method) = spec.security.method {
+        args.extend(["--master-keys".into(), path_str(&dir.join(KEYS_DIR))?.into(), "--security".into(), method.name().to_ascii_lowercase()]);
+        if let Some(t) = spec.security.capability_lifetime {
+            args.extend(["--capability-lifetime".into(), format!("{}ms", t.as_millis())]);
+        }
+        if let Some(t) = spec.security.key_period {
+            args.extend(["--key-period".into(), format!("{}ms", t.as_millis())]);
+        }
+    }
     let (mut cmd, _) = spec.placement.command(exe, "mds", index)?;
     cmd.args(&args);
     let daemon = Daemon::spawn_command(cmd, &args.join(" "), Some(&log))?;
     let record = DaemonRecord { role: "mds".into(), index, pid: daemon.pid(), addr: addr.to_string(), data, log };
     Ok((record, daemon))
+}
+
+/// Where the master keys live under a cluster directory.
+pub const KEYS_DIR: &str = "keys";
+
+/// OSD `index`'s master key file, made with a fresh random key (mode 0600, in a 0700
+/// directory) unless it exists: the first-start provisioning step of docs/security.md.
+pub fn master_key_file(dir: &Path, index: u32) -> Result<PathBuf> {
+    let path = keys_dir(dir)?.join(format!("osd{index}.key"));
+    if !path.exists() {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).map_err(|e| anyhow::anyhow!("no randomness for a master key: {e}"))?;
+        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        write_private(&path, &format!("{hex}\n"))?;
+    }
+    Ok(path)
+}
+
+/// The cluster's CHAP secret file, made with fresh random secrets for both directions (mutual
+/// CHAP) unless it exists; mode 0600 beside the master keys.
+pub fn chap_secret_file(dir: &Path) -> Result<PathBuf> {
+    let path = keys_dir(dir)?.join("chap.secrets");
+    if !path.exists() {
+        let secret = || -> Result<String> {
+            let mut bytes = [0u8; 16];
+            getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness for a CHAP secret: {e}"))?;
+            Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+        };
+        let text = format!("# written by tessera up: initiator, then target (mutual CHAP)\ntessera-initiator {}\ntessera-osd {}\n", secret()?, secret()?);
+        write_private(&path, &text)?;
+    }
+    Ok(path)
+}
+
+/// `DIR/keys`, created private.
+fn keys_dir(dir: &Path) -> Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let keys = dir.join(KEYS_DIR);
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&keys).with_context(|| format!("creating {}", keys.display()))?;
+    Ok(keys)
+}
+
+/// Creates `path` with mode 0600 holding `text`, durably; fails if it exists.
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    file.write_all(text.as_bytes()).and_then(|()| file.sync_all()).with_context(|| format!("writing {}", path.display()))
 }
 
 fn path_str(path: &Path) -> Result<&str> {

@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use tessera_client::ClusterConfig;
-use tessera_initiator::iscsi::{Session, SessionConfig};
+use tessera_initiator::iscsi::Session;
 use tessera_initiator::osd_client::OsdClient;
 use tessera_mds::MdsConnection;
 use tessera_mds_proto::Request;
 
-use crate::cluster::{read_records, ClusterSpec, DaemonRecord, LocalCluster, Placement, CLUSTER_FILE, DAEMONS_FILE};
+use crate::cluster::{read_records, ClusterSpec, DaemonRecord, LocalCluster, Placement, SecuritySpec, CLUSTER_FILE, DAEMONS_FILE};
+use tessera_security::SecurityMethod;
 use crate::daemon::signal;
 use crate::units::parse_size;
 
@@ -44,6 +45,26 @@ pub struct UpArgs {
     /// Default stripe count of new files; 0 stripes over every OSD.
     #[arg(long, default_value_t = 0)]
     stripe_count: u32,
+    /// Capability security method the OSDs require: capkey, cmdrsp or alldata. Master keys
+    /// are provisioned under DIR/keys on first start.
+    #[arg(long, default_value = "cmdrsp", value_parser = parse_secure_method)]
+    security: SecurityMethod,
+    /// Run every OSD NOSEC instead: any client that reaches an OSD can read, write and remove
+    /// every object. Only for benchmarks of the unprotected path and for debugging.
+    #[arg(long)]
+    insecure: bool,
+    /// Also require mutual CHAP at every iSCSI login: secrets go to DIR/keys/chap.secrets
+    /// (mode 0600), which the cluster file names for clients.
+    #[arg(long)]
+    chap: bool,
+}
+
+fn parse_secure_method(s: &str) -> Result<SecurityMethod, String> {
+    match SecurityMethod::from_name(s) {
+        Some(SecurityMethod::NoSec) => Err("use --insecure to run without capability security".into()),
+        Some(m) => Ok(m),
+        None => Err(format!("unknown security method {s:?}: use capkey, cmdrsp or alldata")),
+    }
 }
 
 #[derive(Args)]
@@ -80,7 +101,15 @@ pub fn up(mut args: UpArgs) -> Result<()> {
         placement: Placement::Shared(args.host.clone()),
         stripe_unit: args.stripe_unit,
         stripe_count: args.stripe_count,
+        security: SecuritySpec {
+            method: if args.insecure { None } else { Some(args.security) },
+            chap: args.chap,
+            ..SecuritySpec::default()
+        },
     };
+    if args.insecure {
+        eprintln!("tessera up: WARNING: --insecure: every OSD runs NOSEC; anyone who reaches an OSD can read, write and remove every object");
+    }
     let cluster = LocalCluster::start_spec(&exe, &args.dir, &spec)?;
     let cluster_file = cluster.cluster_file();
     let records = cluster.detach()?;
@@ -88,6 +117,13 @@ pub fn up(mut args: UpArgs) -> Result<()> {
         println!("{:<6} pid {:<8} {:<22} {}", r.name(), r.pid, r.addr, r.data.display());
     }
     println!("cluster up: {} metadata server(s), {} OSD(s); logs in {}", args.mds, args.osds, args.dir.join("logs").display());
+    match spec.security.method {
+        Some(m) => println!("security: {} capabilities; master keys in {} (keep them private)", m.name(), args.dir.join(crate::cluster::KEYS_DIR).display()),
+        None => println!("security: OFF (NOSEC)"),
+    }
+    if args.chap {
+        println!("CHAP: mutual, secrets in {}", args.dir.join(crate::cluster::KEYS_DIR).join("chap.secrets").display());
+    }
     println!("export TESSERA_CLUSTER={}", absolute(&cluster_file).display());
     Ok(())
 }
@@ -178,11 +214,18 @@ fn probe_mds(addr: &str) -> Result<String> {
 fn probe_osd(config: &ClusterConfig, index: usize) -> Result<String> {
     let osd = &config.osds[index];
     reachable(&osd.addr)?;
-    let session = Session::login(osd.addr.as_str(), SessionConfig::new(&config.initiator_name, &osd.target))?;
+    let session = Session::login(osd.addr.as_str(), config.session_config(osd)?)?;
     let client = OsdClient::new(session, osd.lun);
-    let partitions = client.list_all(0)?;
-    let data = if partitions.contains(&osd.partition_id) { "data partition ready" } else { "no data partition yet" };
-    Ok(format!("{}, {data}", osd.target))
+    // INQUIRY needs no capability; a LIST of the root without one tells a NOSEC OSD (answers)
+    // from one that checks capabilities (refuses).
+    client.system_id()?;
+    let detail = match client.list_all(0) {
+        Ok(partitions) if partitions.contains(&osd.partition_id) => "NOSEC, data partition ready",
+        Ok(_) => "NOSEC, no data partition yet",
+        Err(tessera_initiator::osd_client::OsdError::Sense { .. }) => "checks capabilities",
+        Err(e) => return Err(e.into()),
+    };
+    Ok(format!("{}, {detail}", osd.target))
 }
 
 /// Whether the daemon a record names is still this daemon: alive, not a zombie, and its

@@ -1,6 +1,10 @@
 //! `tessera mds`: one metadata server. It reads the cluster file for the OSDs and its peers,
 //! opens (or creates) its SQLite namespace under `--data`, makes sure every OSD has the file
 //! data partition, listens, prints the ready line, and runs until SIGTERM/SIGINT.
+//!
+//! With `--master-keys DIR` it is the cluster's security manager (docs/security.md): it
+//! establishes each OSD's root, partition and working keys, rotates the working keys, and
+//! hands a capability per data object with every layout. Without it the OSDs must run NOSEC.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -12,13 +16,18 @@ use clap::Args;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use tessera_client::{ClusterConfig, OsdEntry, StripeHint};
-use tessera_initiator::iscsi::{ReconnectingSession, SessionConfig};
+use tessera_initiator::iscsi::ReconnectingSession;
 use tessera_initiator::osd_client::{OsdClient, OsdError};
-use tessera_mds::{Mds, MdsConfig, OsdObjects, PrecreateConfig};
+use tessera_mds::security::{now_ms, KeyInstaller};
+use tessera_mds::{Mds, MdsConfig, OsdObjects, OsdSecret, PrecreateConfig, SecurityConfig, SecurityManager};
 use tessera_mds_proto::{ClusterMap, OsdInfo};
+use tessera_scsi::ScsiTransport;
+use tessera_security::{Key, SecurityMethod};
 
 use crate::daemon::ready_line;
-use crate::units::parse_size;
+use crate::units::{parse_duration, parse_size};
+
+type OsdConn = OsdClient<ReconnectingSession>;
 
 /// How long the MDS waits at start for an OSD that is not answering yet.
 const OSD_WAIT: Duration = Duration::from_secs(30);
@@ -49,6 +58,28 @@ pub struct MdsArgs {
     /// A pool below this many ready objects is topped up in the background.
     #[arg(long, default_value_t = PrecreateConfig::default().low_water)]
     precreate_low_water: u32,
+    /// Directory of the OSDs' master keys, `osd<N>.key` for OSD N (64 hex digits, mode 0600;
+    /// `tessera up` writes them). Makes this server the security manager; without it layouts
+    /// carry no capabilities and the OSDs must run NOSEC.
+    #[arg(long)]
+    master_keys: Option<PathBuf>,
+    /// Security method of the capabilities handed out: capkey, cmdrsp or alldata.
+    #[arg(long, default_value = "cmdrsp", value_parser = parse_method)]
+    security: SecurityMethod,
+    /// How long a client's capability lives (clients refresh it before then), e.g. 10m.
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    capability_lifetime: Duration,
+    /// How often working keys rotate, e.g. 1h (at least the capability lifetime / 14).
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    key_period: Duration,
+}
+
+fn parse_method(s: &str) -> Result<SecurityMethod, String> {
+    match SecurityMethod::from_name(s) {
+        Some(SecurityMethod::NoSec) => Err("NOSEC capabilities protect nothing: leave out --master-keys instead".into()),
+        Some(m) => Ok(m),
+        None => Err(format!("unknown security method {s:?}: use capkey, cmdrsp or alldata")),
+    }
 }
 
 pub fn run(args: MdsArgs) -> Result<()> {
@@ -62,7 +93,21 @@ pub fn run(args: MdsArgs) -> Result<()> {
     let addr = listener.local_addr()?;
     std::fs::create_dir_all(&args.data).with_context(|| format!("creating {}", args.data.display()))?;
 
-    let nodes = cluster.osds.iter().map(|osd| connect_osd(&cluster, osd)).collect::<Result<Vec<_>>>()?;
+    let mut clients = cluster.osds.iter().map(|osd| connect_osd(&cluster, osd)).collect::<Result<Vec<_>>>()?;
+    let config = SecurityConfig { method: args.security, capability_lifetime: args.capability_lifetime, key_period: args.key_period };
+    let manager = args.master_keys.as_deref().map(|dir| security_manager(config, dir, &cluster, &mut clients)).transpose()?;
+    let clients: Vec<Arc<OsdConn>> = clients.into_iter().map(Arc::new).collect();
+    let security = match manager {
+        Some(manager) => Some(start_security(&args, manager, &cluster, &clients)?),
+        None => {
+            eprintln!("tessera mds: WARNING: no --master-keys: layouts carry no capabilities, so the OSDs must run NOSEC (no protection)");
+            for (client, osd) in clients.iter().zip(&cluster.osds) {
+                ensure_partition(client, osd.partition_id).with_context(|| format!("OSD {}: preparing partition {:#x}", osd.addr, osd.partition_id))?;
+            }
+            None
+        }
+    };
+    let nodes: Vec<(Arc<OsdConn>, u64)> = clients.iter().zip(&cluster.osds).map(|(c, o)| (c.clone(), o.partition_id)).collect();
     let config = MdsConfig {
         server_index: args.index,
         cluster: ClusterMap {
@@ -71,6 +116,7 @@ pub fn run(args: MdsArgs) -> Result<()> {
         },
         default_stripe: StripeHint { stripe_unit: args.stripe_unit, stripe_count: args.stripe_count, start_osd: None },
         precreate: PrecreateConfig { batch: args.precreate_batch, low_water: args.precreate_low_water, ..PrecreateConfig::default() },
+        security,
     };
     let db = db_path(&args.data, args.index);
     let mds = Arc::new(Mds::open(&db, config, Arc::new(OsdObjects::new(nodes))).with_context(|| format!("opening {}", db.display()))?);
@@ -96,27 +142,76 @@ pub fn db_path(data: &Path, index: u32) -> PathBuf {
     data.join(format!("mds{index}.db"))
 }
 
-/// A reconnecting client to one OSD whose file data partition exists (created on first start).
-fn connect_osd(cluster: &ClusterConfig, osd: &OsdEntry) -> Result<(OsdClient<ReconnectingSession>, u64)> {
-    let session = ReconnectingSession::new(&osd.addr, SessionConfig::new(&cluster.initiator_name, &osd.target));
+/// A reconnecting client to one OSD, once it answers (INQUIRY needs no capability).
+fn connect_osd(cluster: &ClusterConfig, osd: &OsdEntry) -> Result<OsdConn> {
+    let session = ReconnectingSession::new(&osd.addr, cluster.session_config(osd)?);
     let client = OsdClient::new(session, osd.lun);
     let deadline = Instant::now() + OSD_WAIT;
     loop {
-        match ensure_partition(&client, osd.partition_id) {
-            Ok(()) => return Ok((client, osd.partition_id)),
+        match client.system_id() {
+            Ok(_) => return Ok(client),
             Err(OsdError::Transport(e)) if Instant::now() < deadline => {
                 tracing::info!(osd = %osd.addr, error = %e, "OSD not answering yet");
                 std::thread::sleep(Duration::from_millis(200));
             }
-            Err(e) => bail!("OSD {} ({}): cannot prepare partition {:#x}: {e}", osd.addr, osd.target, osd.partition_id),
+            Err(e) => bail!("OSD {} ({}): not answering INQUIRY: {e}", osd.addr, osd.target),
         }
     }
 }
 
-/// Creates the partition unless the root already lists it.
-fn ensure_partition(client: &OsdClient<ReconnectingSession>, partition_id: u64) -> Result<(), OsdError> {
+/// Creates the partition unless the root already lists it (NOSEC clusters).
+fn ensure_partition(client: &OsdConn, partition_id: u64) -> Result<(), OsdError> {
     if client.list_all(0)?.contains(&partition_id) {
         return Ok(());
     }
     client.create_partition(Some(partition_id)).map(|_| ())
+}
+
+/// Reads the master keys and makes the security manager; the clients sign with its
+/// credentials from here on.
+pub fn security_manager<T: ScsiTransport>(config: SecurityConfig, dir: &Path, cluster: &ClusterConfig, clients: &mut [OsdClient<T>]) -> Result<Arc<SecurityManager>> {
+    let mut secrets = Vec::new();
+    for (i, (osd, client)) in cluster.osds.iter().zip(clients.iter()).enumerate() {
+        let system_id = client.system_id().with_context(|| format!("OSD {i} ({}): reading its system id", osd.addr))?;
+        secrets.push(OsdSecret { system_id, master: read_master_key(&dir.join(format!("osd{i}.key")))?, partition_id: osd.partition_id });
+    }
+    let manager = Arc::new(SecurityManager::new(config, secrets)?);
+    for (i, client) in clients.iter_mut().enumerate() {
+        client.set_credentials(Some(manager.source(i as u32)));
+    }
+    Ok(manager)
+}
+
+/// Establishes every OSD's keys (and data partition).
+pub fn establish_keys<T: ScsiTransport + Send + Sync>(manager: &SecurityManager, cluster: &ClusterConfig, clients: &[Arc<OsdClient<T>>]) -> Result<()> {
+    let now = now_ms();
+    for (i, (client, osd)) in clients.iter().zip(&cluster.osds).enumerate() {
+        manager.establish(i as u32, client.as_ref(), now).with_context(|| format!("establishing keys on OSD {i} ({})", osd.addr))?;
+    }
+    Ok(())
+}
+
+/// [`establish_keys`], then the rotation thread.
+fn start_security(args: &MdsArgs, manager: Arc<SecurityManager>, cluster: &ClusterConfig, clients: &[Arc<OsdConn>]) -> Result<Arc<SecurityManager>> {
+    establish_keys(&manager, cluster, clients)?;
+    let installers: Vec<Arc<dyn KeyInstaller>> = clients.iter().map(|c| c.clone() as Arc<dyn KeyInstaller>).collect();
+    manager.clone().spawn_rotation(installers).context("starting the key rotation thread")?;
+    eprintln!(
+        "tessera mds: security manager for {} OSDs: {} capabilities living {:?}, working keys rotating every {:?}",
+        clients.len(),
+        args.security.name(),
+        args.capability_lifetime,
+        args.key_period
+    );
+    Ok(manager)
+}
+
+/// A master key file: 64 hex digits, readable by its owner only (the same mode rule as a CHAP
+/// secret file).
+pub fn read_master_key(path: &Path) -> Result<Key> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).with_context(|| format!("reading the master key file {}", path.display()))?;
+    tessera_iscsi::login::auth::check_file_mode(meta.permissions().mode()).with_context(|| format!("master key file {}", path.display()))?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading the master key file {}", path.display()))?;
+    Key::from_hex(&text).with_context(|| format!("{} must hold a 32-byte key as 64 hex digits", path.display()))
 }

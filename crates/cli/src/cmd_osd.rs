@@ -3,7 +3,8 @@
 //!
 //! `--security METHOD` makes the OSD check every command's capability (docs/security.md);
 //! `--master-key-file` provisions the first master key. Without `--security` the OSD trusts
-//! every command (NOSEC), and says so loudly.
+//! every command (NOSEC), and says so loudly. `--chap-secret-file` makes every iSCSI login,
+//! normal or discovery, pass CHAP first.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,7 @@ use tessera_target::osd_lu::OsdCommandSet;
 use tessera_target::security_gate::TargetSecurity;
 use tessera_target::spc::ScsiFront;
 
+use crate::chap_file::load_chap_secrets;
 use crate::daemon::ready_line;
 
 #[derive(Args)]
@@ -40,6 +42,10 @@ pub struct OsdArgs {
     /// no master key yet (docs/security.md, provisioning).
     #[arg(long)]
     master_key_file: Option<PathBuf>,
+    /// File with the CHAP secrets every iSCSI login must prove: `user secret` of the initiator,
+    /// optionally a second line `user secret` the target answers mutual CHAP with. Mode 600.
+    #[arg(long)]
+    chap_secret_file: Option<PathBuf>,
 }
 
 fn parse_method(s: &str) -> Result<SecurityMethod, String> {
@@ -54,6 +60,8 @@ fn read_master_key(path: &Path) -> Result<Key> {
 pub fn run(args: OsdArgs) -> Result<()> {
     // Signals are blocked for every thread before any is spawned, and taken by one iterator.
     let mut signals = Signals::new([SIGTERM, SIGINT]).context("installing signal handlers")?;
+    // Read before anything is opened, so a bad secret file stops the OSD at once.
+    let chap = args.chap_secret_file.as_deref().map(load_chap_secrets).transpose()?;
     std::fs::create_dir_all(&args.data).with_context(|| format!("creating {}", args.data.display()))?;
     let engine = Engine::open(&args.data, EngineConfig::default())
         .with_context(|| format!("opening the object store in {}", args.data.display()))?;
@@ -69,7 +77,13 @@ pub fn run(args: OsdArgs) -> Result<()> {
         Arc::new(OsdCommandSet::with_security(engine, security).context("turning on capability security")?)
     };
     let device = Arc::new(ScsiFront::new(command_set.clone()));
-    let config = TargetConfig::new(&target_name, &args.listen.to_string());
+    let mut config = TargetConfig::new(&target_name, &args.listen.to_string());
+    config.chap = chap;
+    let auth = match &config.chap {
+        None => "none",
+        Some(c) if c.target.is_some() => "chap-mutual",
+        Some(_) => "chap",
+    };
     let server = TargetServer::bind(config, device).with_context(|| format!("listening on {}", args.listen))?;
     let addr = server.local_addr()?;
     println!(
@@ -80,6 +94,7 @@ pub fn run(args: OsdArgs) -> Result<()> {
             ("lun", "0".into()),
             ("data", args.data.display().to_string()),
             ("security", args.security.name().to_ascii_lowercase()),
+            ("auth", auth.to_string()),
         ])
     );
     eprintln!("tessera osd: serving {target_name} (LUN 0, OSD) on {addr}, data in {}", args.data.display());

@@ -59,6 +59,8 @@ enum Command {
     Rm(namespace::RmArgs),
     /// Rename or move a file or directory.
     Mv(namespace::MvArgs),
+    /// Change a file's or directory's permission bits (revokes a file's capabilities).
+    Chmod(namespace::ChmodArgs),
     /// Set a directory's default striping, or create an empty file with its own.
     Setstripe(stripe::SetStripeArgs),
     /// Show a file's layout (stripe unit, count, OSDs, object ids) or a directory's default.
@@ -106,6 +108,7 @@ fn main() {
         Command::Mkdir(args) => namespace::mkdir(args),
         Command::Rm(args) => namespace::rm(args),
         Command::Mv(args) => namespace::mv(args),
+        Command::Chmod(args) => namespace::chmod(args),
         Command::Setstripe(args) => stripe::setstripe(args),
         Command::Getstripe(args) => stripe::getstripe(args),
         Command::Attr(args) => objects::attr(args),

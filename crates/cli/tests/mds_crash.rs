@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::tessera_exe;
-use tessera_cli::cluster::{ClusterSpec, LocalCluster, DATA_PARTITION};
-use tessera_cli::cmd_mds::db_path;
+use tessera_cli::cluster::{ClusterSpec, LocalCluster, DATA_PARTITION, KEYS_DIR};
+use tessera_cli::cmd_mds::{db_path, establish_keys, security_manager};
 use tessera_cli::session::connect;
 use tessera_client::{Client, ClusterConfig, StripeHint};
-use tessera_mds::{Mds, MdsConfig, OsdObjects, PrecreateConfig};
+use tessera_mds::{Mds, MdsConfig, OsdObjects, PrecreateConfig, SecurityConfig};
 use tessera_mds_proto::{ClusterMap, OsdInfo};
 
 /// Creates `r{round}-w{worker}-{i}` until a create fails (the server died under it); returns
@@ -81,7 +81,12 @@ fn acknowledged_creates_survive_mds_crashes_and_nothing_leaks() {
     // Repair on the server's own store, with the daemon stopped and the OSDs still up.
     let mds_dir = cluster.records().into_iter().find(|r| r.role == "mds").unwrap().data;
     cluster.stop_mds(0).unwrap();
-    let nodes = config.osds.iter().map(|o| (connect(&o.addr, &o.target).unwrap(), DATA_PARTITION)).collect();
+    // Signed like the server's own commands: the cluster checks capabilities.
+    let mut clients: Vec<_> = config.osds.iter().map(|o| connect(&o.addr, &o.target).unwrap()).collect();
+    let manager = security_manager(SecurityConfig::default(), &dir.path().join(KEYS_DIR), &config, &mut clients).unwrap();
+    let clients: Vec<_> = clients.into_iter().map(Arc::new).collect();
+    establish_keys(&manager, &config, &clients).unwrap();
+    let nodes: Vec<_> = clients.into_iter().map(|c| (c, DATA_PARTITION)).collect();
     let map = ClusterMap {
         servers: config.mds.iter().map(|m| m.addr.clone()).collect(),
         osds: config.osds.iter().map(|o| OsdInfo { addr: o.addr.clone(), partition_id: o.partition_id }).collect(),
@@ -91,6 +96,7 @@ fn acknowledged_creates_survive_mds_crashes_and_nothing_leaks() {
         cluster: map,
         default_stripe: StripeHint { stripe_unit: 65536, stripe_count: 1, start_osd: None },
         precreate: PrecreateConfig::default(),
+        security: Some(manager),
     };
     let mds = Mds::open(&db_path(&mds_dir, 0), mds_config, Arc::new(OsdObjects::new(nodes))).unwrap();
     assert_eq!(mds.repair(), Ok(vec![]), "objects on the OSDs that nothing accounts for");

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Output;
 
 use common::tessera_exe;
-use tessera_cli::cluster::{ClusterSpec, LocalCluster, Placement, MDS_PORT};
+use tessera_cli::cluster::{SecuritySpec, ClusterSpec, LocalCluster, Placement, MDS_PORT};
 use tessera_cli::netns::{self, Host, HostSpec, Topology};
 
 /// Runs `tessera <args>` on `host` against `cluster` and requires success.
@@ -49,6 +49,7 @@ fn metadata_server_and_four_osds_on_separate_hosts_serve_a_client_on_a_fifth() {
         },
         stripe_unit: 64 << 10,
         stripe_count: 0,
+        security: SecuritySpec::default(),
     };
     let cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &spec).expect("starting the daemons in their namespaces");
 

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use tessera_mds_proto::request::NewInode;
-use tessera_mds_proto::{Attr, DirEntry, FileLayout, FileType, FsError, InodeId, Reply, Request, SetAttrs, StatFs, StripeHint};
+use tessera_mds_proto::{Attr, DirEntry, FileLayout, FileType, FsError, Grant, InodeId, OsdUsage, Reply, Request, SetAttrs, StatFs, StripeHint};
 
 use crate::config::ClusterConfig;
 use crate::dir::Dir;
@@ -99,14 +99,15 @@ impl Inner {
     pub fn create_in(self: &Arc<Self>, dir: InodeId, name: &str, path: &str, mode: u32, stripe: Option<StripeHint>) -> Result<File, ClientError> {
         let request = Request::Create { parent: dir, name: name.to_string(), new: self.new_inode(mode), stripe };
         match self.call(dir, "create", path, request)? {
-            Reply::Created { attr, layout } => Ok(File::new(self.clone(), path, attr.ino, layout)),
+            Reply::Created { attr, layout, grant } => File::new(self.clone(), path, attr.ino, layout, &grant),
             other => Err(self.unexpected(dir, "create", &other)),
         }
     }
 
-    pub fn layout(&self, ino: InodeId, op: &'static str, path: &str) -> Result<FileLayout, ClientError> {
+    /// A file's layout and fresh credentials for its objects (empty without security).
+    pub fn layout(&self, ino: InodeId, op: &'static str, path: &str) -> Result<(FileLayout, Grant), ClientError> {
         match self.call(ino, op, path, Request::GetLayout { ino })? {
-            Reply::Layout(l) => Ok(l),
+            Reply::Layout { layout, grant } => Ok((layout, grant)),
             other => Err(self.unexpected(ino, op, &other)),
         }
     }
@@ -130,7 +131,7 @@ impl Client {
     /// client until capabilities exist).
     pub fn connect_as(config: &ClusterConfig, uid: u32, gid: u32) -> Result<Client, ClientError> {
         config.validate()?;
-        let inner = Inner { mds: MdsRouter::new(&config.mds), pool: OsdPool::new(config), uid, gid };
+        let inner = Inner { mds: MdsRouter::new(&config.mds), pool: OsdPool::new(config)?, uid, gid };
         inner.resolve("connect", "/")?;
         Ok(Client { inner: Arc::new(inner) })
     }
@@ -176,8 +177,8 @@ impl Client {
             FileType::Directory => return Err(ClientError::Fs { op: "open", path: path.to_string(), source: FsError::IsDir }),
             FileType::Symlink => return Err(ClientError::Fs { op: "open", path: path.to_string(), source: FsError::Invalid }),
         }
-        let layout = self.inner.layout(attr.ino, "open", path)?;
-        Ok(File::new(self.inner.clone(), path, attr.ino, layout))
+        let (layout, grant) = self.inner.layout(attr.ino, "open", path)?;
+        File::new(self.inner.clone(), path, attr.ino, layout, &grant)
     }
 
     pub fn unlink(&self, path: &str) -> Result<(), ClientError> {
@@ -266,7 +267,7 @@ impl Client {
                 Reply::DirStripe(h) => Ok(Stripe::Directory(h)),
                 other => Err(self.inner.unexpected(attr.ino, "getstripe", &other)),
             },
-            FileType::Regular => Ok(Stripe::File(self.inner.layout(attr.ino, "getstripe", path)?)),
+            FileType::Regular => Ok(Stripe::File(self.inner.layout(attr.ino, "getstripe", path)?.0)),
             FileType::Symlink => Err(ClientError::Fs { op: "getstripe", path: path.to_string(), source: FsError::Invalid }),
         }
     }
@@ -287,5 +288,15 @@ impl Client {
             }
         }
         Ok(total)
+    }
+
+    /// Capacity and use of every OSD, in cluster-map order. Metadata server 0 reads them (under
+    /// capability security a client holds no capability for an OSD's root object).
+    pub fn osd_usage(&self) -> Result<Vec<OsdUsage>, ClientError> {
+        match self.inner.mds.call(0, "/", Request::OsdUsage)? {
+            Ok(Reply::OsdUsage(u)) => Ok(u),
+            Ok(other) => Err(self.inner.unexpected(InodeId::ROOT, "df", &other)),
+            Err(source) => Err(ClientError::Fs { op: "df", path: "/".into(), source }),
+        }
     }
 }

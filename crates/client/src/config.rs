@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use tessera_initiator::iscsi::{load_chap_secrets, ChapFileError, SessionConfig};
 use tessera_mds_proto::limits::{OSDS_MAX, SERVERS_MAX};
 use tessera_types::limits::TRANSFER_LEN_MAX;
 use thiserror::Error;
@@ -50,6 +51,8 @@ pub enum ConfigError {
     MaxTransfer(u64),
     #[error("{what} {index} has an empty {field}")]
     Empty { what: &'static str, index: usize, field: &'static str },
+    #[error(transparent)]
+    Chap(#[from] ChapFileError),
 }
 
 /// One metadata server.
@@ -83,6 +86,10 @@ pub struct ClusterConfig {
     pub sessions_per_osd: u32,
     #[serde(default = "default_max_transfer_bytes")]
     pub max_transfer_bytes: u64,
+    /// A CHAP secret file (mode 0600) for logging in to OSDs that require CHAP; its first line
+    /// is this initiator's user and secret, an optional second line the OSDs' own (mutual CHAP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chap_secret_file: Option<PathBuf>,
     /// Metadata servers by index.
     #[serde(rename = "mds", default)]
     pub mds: Vec<MdsEntry>,
@@ -111,8 +118,19 @@ impl ClusterConfig {
             initiator_name: default_initiator_name(),
             sessions_per_osd: DEFAULT_SESSIONS_PER_OSD,
             max_transfer_bytes: DEFAULT_MAX_TRANSFER_BYTES,
+            chap_secret_file: None,
             mds,
             osds,
+        }
+    }
+
+    /// How to log in to OSD `osd`: this configuration's initiator name and, when it names a
+    /// secret file, CHAP credentials (the file is read and its mode checked each time).
+    pub fn session_config(&self, osd: &OsdEntry) -> Result<SessionConfig, ConfigError> {
+        let config = SessionConfig::new(&self.initiator_name, &osd.target);
+        match &self.chap_secret_file {
+            None => Ok(config),
+            Some(path) => Ok(config.with_chap(load_chap_secrets(path).map_err(ConfigError::Chap)?)),
         }
     }
 

@@ -52,6 +52,9 @@ pub enum ClientError {
         #[source]
         source: Box<OsdError>,
     },
+    /// The metadata server sent credentials this client cannot use.
+    #[error("{path}: unusable credentials from the metadata server: {reason}")]
+    Grant { path: String, reason: String },
     #[error("cluster configuration: {0}")]
     Config(#[from] ConfigError),
     /// A layout or inode names a server or OSD this client's configuration lacks: the
@@ -94,7 +97,7 @@ impl ClientError {
                 EINVAL
             }
             ClientError::SizeOverflow { .. } | ClientError::TooLarge { .. } => EFBIG,
-            ClientError::Mds { .. } | ClientError::Osd { .. } | ClientError::UnknownIndex { .. } => EIO,
+            ClientError::Mds { .. } | ClientError::Osd { .. } | ClientError::UnknownIndex { .. } | ClientError::Grant { .. } => EIO,
         }
     }
 

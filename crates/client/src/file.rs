@@ -7,13 +7,15 @@
 //! the size only when some object reported a read past its end (then it asks every object for
 //! its length, in parallel), so a read wholly inside the file costs one command per OSD.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tessera_layout::Extent;
-use tessera_mds_proto::{Attr, FileLayout, InodeId, Request};
+use tessera_mds_proto::{Attr, FileLayout, InodeId, ObjectCredential, Request};
+use tessera_osd_proto::{AttrId, Attribute, RetrievedAttr};
 
 use crate::client::Inner;
 use crate::command_plan::Mode;
+use crate::credentials::{decode_grant, is_capability_refusal, is_permission_refusal, now_ms, FileGrant};
 use crate::error::ClientError;
 use crate::objects;
 use crate::striped_io::StripedFile;
@@ -25,6 +27,8 @@ pub struct File {
     ino: InodeId,
     layout: FileLayout,
     write_through: bool,
+    /// The capabilities for this file's objects, while it is open.
+    grant: Mutex<FileGrant>,
 }
 
 impl std::fmt::Debug for File {
@@ -34,8 +38,49 @@ impl std::fmt::Debug for File {
 }
 
 impl File {
-    pub(crate) fn new(inner: Arc<Inner>, path: &str, ino: InodeId, layout: FileLayout) -> File {
-        File { inner, path: path.to_string(), ino, layout, write_through: false }
+    pub(crate) fn new(inner: Arc<Inner>, path: &str, ino: InodeId, layout: FileLayout, grant: &[ObjectCredential]) -> Result<File, ClientError> {
+        let credentials = decode_grant(&layout, grant, path)?;
+        let grant = Mutex::new(FileGrant::hold(&inner.pool.books(), &layout, credentials));
+        Ok(File { inner, path: path.to_string(), ino, layout, write_through: false, grant })
+    }
+
+    /// Runs `op`, an OSD operation on this file's objects, with valid credentials: a grant
+    /// near its end is refreshed first, and a capability the OSD refuses (revoked, or its key
+    /// rotated out) is refreshed once and the operation repeated. Repeating is safe: every
+    /// operation here reads, or writes the same bytes to the same place.
+    /// A capability still refused after the refresh, for lack of permission bits, becomes
+    /// `op`'s EACCES.
+    pub(crate) fn authorized<R>(&self, name: &'static str, mut op: impl FnMut() -> Result<R, ClientError>) -> Result<R, ClientError> {
+        let (secure, due) = {
+            let grant = self.grant.lock().unwrap_or_else(|p| p.into_inner());
+            (grant.is_secure(), grant.due(now_ms()))
+        };
+        if due {
+            self.refresh_grant()?;
+        }
+        match op() {
+            Err(e) if secure && is_capability_refusal(&e) => {
+                tracing::debug!(path = %self.path, %e, "capability refused; asking for a fresh one");
+                self.refresh_grant()?;
+                op().map_err(|e| match is_permission_refusal(&e) {
+                    true => ClientError::Fs { op: name, path: self.path.clone(), source: tessera_mds_proto::FsError::Access },
+                    false => e,
+                })
+            }
+            result => result,
+        }
+    }
+
+    /// Asks the metadata server for fresh credentials (a new GetLayout).
+    fn refresh_grant(&self) -> Result<(), ClientError> {
+        let (layout, grant) = self.inner.layout(self.ino, "refresh credentials", &self.path)?;
+        if layout != self.layout {
+            // Layouts never change after create; a different one means the inode was replaced.
+            return Err(ClientError::Fs { op: "refresh credentials", path: self.path.clone(), source: tessera_mds_proto::FsError::Stale });
+        }
+        let credentials = decode_grant(&layout, &grant, &self.path)?;
+        self.grant.lock().unwrap_or_else(|p| p.into_inner()).renew(credentials);
+        Ok(())
     }
 
     pub fn ino(&self) -> InodeId {
@@ -72,7 +117,7 @@ impl File {
             return Ok(0);
         }
         let extent = [Extent { offset, len: buf.len() as u64 }];
-        if !self.striped().read(&extent, buf, Mode::Auto)? {
+        if !self.authorized("read", || self.striped().read(&extent, buf, Mode::Auto))? {
             // No object ended inside the range, so its last byte is below the size.
             return Ok(buf.len());
         }
@@ -85,7 +130,7 @@ impl File {
         if buf.is_empty() {
             return Ok(0);
         }
-        self.striped().write(&[Extent { offset, len: buf.len() as u64 }], buf, Mode::Auto, self.write_through)?;
+        self.authorized("write", || self.striped().write(&[Extent { offset, len: buf.len() as u64 }], buf, Mode::Auto, self.write_through))?;
         Ok(buf.len())
     }
 
@@ -95,13 +140,13 @@ impl File {
     /// of file read as zeros. [`crate::list_io`] has the forms with many memory regions,
     /// offset vectors, strided and subarray patterns.
     pub fn read_extents(&self, extents: &[Extent], buf: &mut [u8], mode: Mode) -> Result<(), ClientError> {
-        self.striped().read(extents, buf, mode).map(drop)
+        self.authorized("read", || self.striped().read(extents, buf, mode)).map(drop)
     }
 
     /// Writes `buf` (the extents' bytes end to end) to a list of file extents. Overlapping
     /// extents resolve as on a plain file: the later one wins.
     pub fn write_extents(&self, extents: &[Extent], buf: &[u8], mode: Mode) -> Result<(), ClientError> {
-        self.striped().write(extents, buf, mode, self.write_through)
+        self.authorized("write", || self.striped().write(extents, buf, mode, self.write_through))
     }
 
     /// The whole file.
@@ -117,7 +162,22 @@ impl File {
 
     /// The size, from the data objects' logical lengths read directly off the OSDs.
     pub fn size(&self) -> Result<u64, ClientError> {
-        objects::file_size(&self.inner.pool, &self.layout, &self.path)
+        self.authorized("stat", || objects::file_size(&self.inner.pool, &self.layout, &self.path))
+    }
+
+    /// OSD-2 attributes `ids` of each data object, in slot order.
+    pub fn object_attributes(&self, ids: &[AttrId]) -> Result<Vec<Vec<RetrievedAttr>>, ClientError> {
+        self.authorized("attr get", || objects::get_attributes(&self.inner.pool, &self.layout, &self.path, ids))
+    }
+
+    /// Every attribute of `page` of each data object, in slot order.
+    pub fn object_attribute_page(&self, page: u32) -> Result<Vec<Vec<RetrievedAttr>>, ClientError> {
+        self.authorized("attr list", || objects::get_attribute_page(&self.inner.pool, &self.layout, &self.path, page))
+    }
+
+    /// Sets OSD-2 attributes on every data object.
+    pub fn set_object_attributes(&self, attrs: &[Attribute]) -> Result<(), ClientError> {
+        self.authorized("attr set", || objects::set_attributes(&self.inner.pool, &self.layout, &self.path, attrs))
     }
 
     /// Attributes from the metadata server (its size also comes from the objects).
@@ -140,6 +200,6 @@ impl File {
     /// durable when it returns. Metadata operations are durable at the MDS when answered
     /// (SQLite synchronous=FULL), so nothing else needs flushing.
     pub fn fsync(&self) -> Result<(), ClientError> {
-        objects::flush_all(&self.inner.pool, &self.layout, &self.path)
+        self.authorized("fsync", || objects::flush_all(&self.inner.pool, &self.layout, &self.path))
     }
 }

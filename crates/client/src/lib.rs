@@ -17,6 +17,7 @@
 //! - [`memory`]: the caller's memory regions as one stream, sliced in place.
 //! - [`objects`]: per-object FLUSH and logical-length reads over a whole file.
 //! - [`pool`]: a few lazily logged-in iSCSI sessions per OSD.
+//! - [`credentials`]: the capabilities each open file holds, per OSD, and their refresh.
 //! - [`path`]: path syntax (`.`/`..`, no working directory).
 //! - [`mds_router`]: metadata requests routed by the home server in the inode id.
 //! - [`error`]: the error type, [`ClientError`].
@@ -69,6 +70,7 @@
 pub mod client;
 pub mod command_plan;
 pub mod config;
+pub mod credentials;
 pub mod dir;
 pub mod error;
 pub mod extent_list;
@@ -91,4 +93,4 @@ pub use extent_list::ExtentListError;
 pub use file::File;
 pub use patterns::{PatternError, StridedPattern, Subarray};
 pub use tessera_layout::Extent;
-pub use tessera_mds_proto::{Attr, DirEntry, FileLayout, FileType, FsError, InodeId, StatFs, StripeHint};
+pub use tessera_mds_proto::{Attr, DirEntry, FileLayout, FileType, FsError, InodeId, OsdUsage, StatFs, StripeHint};

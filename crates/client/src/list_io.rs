@@ -33,21 +33,27 @@ use crate::patterns::{StridedPattern, Subarray};
 impl File {
     /// Reads the file extents into the memory regions (see the module docs).
     pub fn read_list(&self, mem: &mut [&mut [u8]], file: &[Extent], mode: Mode) -> Result<(), ClientError> {
-        let regions: Vec<&mut [u8]> = mem.iter_mut().map(|r| &mut **r).collect();
-        self.striped().read_regions(file, regions, mode).map(drop)
+        self.authorized("read", || {
+            let regions: Vec<&mut [u8]> = mem.iter_mut().map(|r| &mut **r).collect();
+            self.striped().read_regions(file, regions, mode)
+        })
+        .map(drop)
     }
 
     /// Writes the memory regions to the file extents (see the module docs).
     pub fn write_list(&self, mem: &[&[u8]], file: &[Extent], mode: Mode) -> Result<(), ClientError> {
-        self.striped().write_regions(file, mem, mode, self.write_through())
+        self.authorized("write", || self.striped().write_regions(file, mem, mode, self.write_through()))
     }
 
     /// `preadv` at many offsets: each buffer is filled from the file at its own offset, in one
     /// list I/O.
     pub fn pread_vec(&self, reads: &mut [(u64, &mut [u8])], mode: Mode) -> Result<(), ClientError> {
         let file: Vec<Extent> = reads.iter().map(|(offset, buf)| Extent { offset: *offset, len: buf.len() as u64 }).collect();
-        let regions: Vec<&mut [u8]> = reads.iter_mut().map(|(_, buf)| &mut **buf).collect();
-        self.striped().read_regions(&file, regions, mode).map(drop)
+        self.authorized("read", || {
+            let regions: Vec<&mut [u8]> = reads.iter_mut().map(|(_, buf)| &mut **buf).collect();
+            self.striped().read_regions(&file, regions, mode)
+        })
+        .map(drop)
     }
 
     /// `pwritev` at many offsets: each buffer is written at its own offset, later ones winning
@@ -55,7 +61,7 @@ impl File {
     pub fn pwrite_vec(&self, writes: &[(u64, &[u8])], mode: Mode) -> Result<(), ClientError> {
         let file: Vec<Extent> = writes.iter().map(|(offset, buf)| Extent { offset: *offset, len: buf.len() as u64 }).collect();
         let regions: Vec<&[u8]> = writes.iter().map(|(_, buf)| *buf).collect();
-        self.striped().write_regions(&file, &regions, mode, self.write_through())
+        self.authorized("write", || self.striped().write_regions(&file, &regions, mode, self.write_through()))
     }
 
     /// Reads a strided pattern's blocks into `buf`, end to end.

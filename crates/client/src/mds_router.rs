@@ -126,9 +126,10 @@ pub fn reply_name(reply: &Reply) -> &'static str {
         Reply::Created { .. } => "Created",
         Reply::Link(_) => "Link",
         Reply::DirPage { .. } => "DirPage",
-        Reply::Layout(_) => "Layout",
+        Reply::Layout { .. } => "Layout",
         Reply::DirStripe(_) => "DirStripe",
         Reply::StatFs(_) => "StatFs",
         Reply::ClusterMap(_) => "ClusterMap",
+        Reply::OsdUsage(_) => "OsdUsage",
     }
 }

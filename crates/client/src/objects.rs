@@ -1,12 +1,13 @@
-//! Per-object commands over a whole file, one thread per object: FLUSH (fsync) and GET
-//! ATTRIBUTES of the logical length (the file size, without a metadata round trip).
+//! Per-object commands over a whole file, one thread per object: FLUSH (fsync), GET
+//! ATTRIBUTES of the logical length (the file size, without a metadata round trip), and the
+//! attribute commands of `tessera attr`.
 
 use std::sync::Mutex;
 
 use tessera_initiator::osd_client::OsdError;
 use tessera_mds_proto::FileLayout;
 use tessera_osd_proto::pages::{value_u64, USER_OBJECT_LOGICAL_LENGTH};
-use tessera_osd_proto::{FlushScope, ServiceAction};
+use tessera_osd_proto::{AttrId, Attribute, FlushScope, RetrievedAttr, ServiceAction};
 use tessera_types::ObjectAddr;
 
 use crate::error::ClientError;
@@ -55,4 +56,19 @@ pub fn lengths(pool: &OsdPool, layout: &FileLayout, path: &str) -> Result<Vec<u6
 pub fn file_size(pool: &OsdPool, layout: &FileLayout, path: &str) -> Result<u64, ClientError> {
     let lengths = lengths(pool, layout, path)?;
     layout.stripe.file_size(&lengths).ok_or_else(|| ClientError::SizeOverflow { path: path.to_string() })
+}
+
+/// GET ATTRIBUTES of `ids` on every object, in slot order.
+pub fn get_attributes(pool: &OsdPool, layout: &FileLayout, path: &str, ids: &[AttrId]) -> Result<Vec<Vec<RetrievedAttr>>, ClientError> {
+    each_object(pool, layout, path, |lease, addr| lease.conn.get_attributes(addr, ids))
+}
+
+/// Every attribute of `page` on every object, in slot order.
+pub fn get_attribute_page(pool: &OsdPool, layout: &FileLayout, path: &str, page: u32) -> Result<Vec<Vec<RetrievedAttr>>, ClientError> {
+    each_object(pool, layout, path, |lease, addr| lease.conn.get_attribute_page(addr, page))
+}
+
+/// SET ATTRIBUTES of `attrs` on every object.
+pub fn set_attributes(pool: &OsdPool, layout: &FileLayout, path: &str, attrs: &[Attribute]) -> Result<(), ClientError> {
+    each_object(pool, layout, path, |lease, addr| lease.conn.set_attributes(addr, attrs)).map(drop)
 }

@@ -16,7 +16,8 @@ use tessera_initiator::iscsi::{Session, SessionConfig};
 use tessera_initiator::osd_client::{OsdClient, OsdError};
 use tessera_types::ObjectAddr;
 
-use crate::config::{ClusterConfig, OsdEntry};
+use crate::config::{ClusterConfig, ConfigError, OsdEntry};
+use crate::credentials::CredentialBook;
 use crate::error::ClientError;
 
 pub type OsdConn = OsdClient<Session>;
@@ -28,6 +29,8 @@ const BURSTS_PER_COMMAND: u64 = 4;
 
 struct Osd {
     entry: OsdEntry,
+    /// Credentials of this OSD's objects that open files hold; every session signs with them.
+    book: Arc<CredentialBook>,
     sessions: Vec<Mutex<Option<Arc<OsdConn>>>>,
     next: AtomicUsize,
 }
@@ -41,26 +44,35 @@ pub struct Lease {
 
 pub struct OsdPool {
     osds: Vec<Osd>,
-    initiator_name: String,
+    /// How each OSD is logged in to: initiator name, target, CHAP credentials.
+    logins: Vec<SessionConfig>,
     max_transfer_bytes: u64,
 }
 
 impl OsdPool {
-    pub fn new(config: &ClusterConfig) -> OsdPool {
+    /// The pool of `config`'s OSDs; fails only when its CHAP secret file cannot be used.
+    pub fn new(config: &ClusterConfig) -> Result<OsdPool, ConfigError> {
+        let logins = config.osds.iter().map(|o| config.session_config(o)).collect::<Result<Vec<_>, _>>()?;
         let osds = config
             .osds
             .iter()
             .map(|entry| Osd {
                 entry: entry.clone(),
+                book: Arc::new(CredentialBook::default()),
                 sessions: (0..config.sessions_per_osd).map(|_| Mutex::new(None)).collect(),
                 next: AtomicUsize::new(0),
             })
             .collect();
-        OsdPool { osds, initiator_name: config.initiator_name.clone(), max_transfer_bytes: config.max_transfer_bytes }
+        Ok(OsdPool { osds, logins, max_transfer_bytes: config.max_transfer_bytes })
     }
 
     pub fn osd_count(&self) -> usize {
         self.osds.len()
+    }
+
+    /// Each OSD's credential book, indexed like the cluster map.
+    pub fn books(&self) -> Vec<Arc<CredentialBook>> {
+        self.osds.iter().map(|o| o.book.clone()).collect()
     }
 
     fn osd(&self, osd_index: u32, path: &str) -> Result<&Osd, ClientError> {
@@ -86,14 +98,14 @@ impl OsdPool {
         if let Some(conn) = guard.as_ref() {
             return Ok(Lease { conn: conn.clone(), osd_index, slot });
         }
-        let config = SessionConfig::new(&self.initiator_name, &osd.entry.target);
+        let config = self.logins[osd_index as usize].clone();
         let session = Session::login(osd.entry.addr.as_str(), config).map_err(|e| ClientError::Osd {
             osd_index,
             addr: osd.entry.addr.clone(),
             object_id,
             source: Box::new(OsdError::Transport(e)),
         })?;
-        let conn = Arc::new(OsdClient::new(session, osd.entry.lun));
+        let conn = Arc::new(OsdClient::with_credentials(session, osd.entry.lun, osd.book.clone()));
         *guard = Some(conn.clone());
         Ok(Lease { conn, osd_index, slot })
     }

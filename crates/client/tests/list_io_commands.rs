@@ -65,7 +65,7 @@ fn check(observers: &[OsdClient<Session>], f: &File, extents: &[Extent], pieces_
 #[test]
 fn regular_patterns_are_one_command_per_osd() {
     let cluster = start(4, 1);
-    let observers: Vec<OsdClient<Session>> = cluster.config.osds.iter().map(|o| session(&o.addr, &o.target)).collect();
+    let observers: Vec<OsdClient<Session>> = (0..cluster.config.osds.len()).map(|i| cluster.admin_session(i)).collect();
     let client = cluster.client();
 
     // 1024 pieces of 64 B at a 1 KiB stride over 64 KiB units: 256 pieces on each OSD.

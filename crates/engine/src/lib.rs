@@ -37,7 +37,7 @@ pub use store::file::FileStore;
 pub use store::mem::MemStore;
 pub use store::{MapExtent, ObjectData, Piece};
 pub use placed_write::PlacedWrite;
-pub use zero_copy::FileRead;
+pub use zero_copy::{FileRead, MappedRead};
 
 #[cfg(test)]
 mod tests {

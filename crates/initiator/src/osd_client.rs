@@ -151,8 +151,9 @@ fn random_u64() -> u64 {
     h.finish()
 }
 
-/// The (partition, object) a command addresses, for error messages.
-fn object_of(command: &Command) -> (u64, u64) {
+/// The (partition, object) a command addresses: for error messages, and for a
+/// [`CredentialSource`] choosing the credential (partition 0 is the root object).
+pub fn object_of(command: &Command) -> (u64, u64) {
     use Command as C;
     match command {
         C::FormatOsd { .. } | C::FlushOsd { .. } => (0, 0),

@@ -39,10 +39,13 @@ pub enum FsError {
     Busy,
     #[error("malformed request")]
     Protocol,
+    /// The file's mode does not allow the operation (truncating a file without write bits).
+    #[error("permission denied")]
+    Access,
 }
 
 impl FsError {
-    pub const ALL: [FsError; 14] = [
+    pub const ALL: [FsError; 15] = [
         FsError::NotFound,
         FsError::Exists,
         FsError::NotEmpty,
@@ -57,6 +60,7 @@ impl FsError {
         FsError::NoSpace,
         FsError::Busy,
         FsError::Protocol,
+        FsError::Access,
     ];
 
     /// The Linux errno. It is also the wire code, so a capture reads naturally.
@@ -64,6 +68,7 @@ impl FsError {
         match self {
             FsError::NotFound => 2,     // ENOENT
             FsError::Io => 5,           // EIO
+            FsError::Access => 13,      // EACCES
             FsError::Busy => 16,        // EBUSY
             FsError::Exists => 17,      // EEXIST
             FsError::CrossServer => 18, // EXDEV

@@ -6,12 +6,14 @@
 //! - [`wire`]: the bounded reader/writer every message codec is built from.
 //! - [`types`]: inode ids (home server in the high bits), attributes, layouts, directory entries.
 //! - [`error`]: [`FsError`], the errno-like result of a namespace operation, and [`DecodeError`].
+//! - [`grant`]: the capabilities and capability keys a layout comes with, and OSD usage.
 //! - [`request`] / [`reply`]: one variant per operation, hand-written encode/decode each.
 //! - [`frame`]: length-prefixed frames carrying a request id and one message.
 //! - [`fuzzing`]: the fuzz entry point, a plain function `cargo test` also runs.
 
 pub mod error;
 pub mod frame;
+pub mod grant;
 pub mod fuzzing;
 pub mod limits;
 pub mod reply;
@@ -20,6 +22,7 @@ pub mod types;
 pub mod wire;
 
 pub use error::{DecodeError, FsError};
+pub use grant::{Grant, ObjectCredential, OsdUsage};
 pub use frame::{decode_frame, encode_frame, frame_body_len, Frame, Message, FRAME_HEADER_LEN};
 pub use reply::Reply;
 pub use request::Request;

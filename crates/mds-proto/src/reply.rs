@@ -4,6 +4,7 @@
 //! which the fuzzer and packet captures rely on.
 
 use crate::error::{DecodeError, FsError};
+use crate::grant::{decode_grant, decode_usage, encode_grant, encode_usage, Grant, OsdUsage};
 use crate::limits::{READDIR_ENTRIES_MAX, SYMLINK_LEN_MAX};
 use crate::types::{Attr, ClusterMap, DirEntry, FileLayout, StatFs, StripeHint};
 use crate::wire::{Reader, Writer};
@@ -14,18 +15,20 @@ pub enum Reply {
     Done,
     /// Lookup, GetAttr, SetAttr, Mkdir, Symlink, Truncate, PeerCreateDir.
     Attr(Attr),
-    /// Create: the new file and where its data goes.
-    Created { attr: Attr, layout: FileLayout },
+    /// Create: the new file, where its data goes, and the credentials for its objects.
+    Created { attr: Attr, layout: FileLayout, grant: Grant },
     /// ReadLink.
     Link(String),
     /// ReadDir: entries in name order; `more` when entries after the last remain.
     DirPage { entries: Vec<DirEntry>, more: bool },
-    /// GetLayout.
-    Layout(FileLayout),
+    /// GetLayout: the layout and fresh credentials for its objects.
+    Layout { layout: FileLayout, grant: Grant },
     /// GetDirStripe: `None` when the directory has no default of its own.
     DirStripe(Option<StripeHint>),
     StatFs(StatFs),
     ClusterMap(ClusterMap),
+    /// OsdUsage: one entry per OSD of the cluster map.
+    OsdUsage(Vec<OsdUsage>),
 }
 
 mod tag {
@@ -38,6 +41,7 @@ mod tag {
     pub const DIR_STRIPE: u8 = 6;
     pub const STAT_FS: u8 = 7;
     pub const CLUSTER_MAP: u8 = 8;
+    pub const OSD_USAGE: u8 = 9;
 }
 
 const STATUS_OK: u8 = 0;
@@ -81,10 +85,11 @@ impl Reply {
                 w.u8(tag::ATTR);
                 a.encode(w);
             }
-            Reply::Created { attr, layout } => {
+            Reply::Created { attr, layout, grant } => {
                 w.u8(tag::CREATED);
                 attr.encode(w);
                 layout.encode(w);
+                encode_grant(grant, w);
             }
             Reply::Link(target) => {
                 w.u8(tag::LINK);
@@ -98,9 +103,10 @@ impl Reply {
                 }
                 w.bool(*more);
             }
-            Reply::Layout(l) => {
+            Reply::Layout { layout, grant } => {
                 w.u8(tag::LAYOUT);
-                l.encode(w);
+                layout.encode(w);
+                encode_grant(grant, w);
             }
             Reply::DirStripe(h) => {
                 w.u8(tag::DIR_STRIPE);
@@ -114,6 +120,10 @@ impl Reply {
                 w.u8(tag::CLUSTER_MAP);
                 m.encode(w);
             }
+            Reply::OsdUsage(u) => {
+                w.u8(tag::OSD_USAGE);
+                encode_usage(u, w);
+            }
         }
     }
 
@@ -122,7 +132,12 @@ impl Reply {
         Ok(match r.u8()? {
             tag::DONE => Reply::Done,
             tag::ATTR => Reply::Attr(Attr::decode(r)?),
-            tag::CREATED => Reply::Created { attr: Attr::decode(r)?, layout: FileLayout::decode(r)? },
+            tag::CREATED => {
+                let attr = Attr::decode(r)?;
+                let layout = FileLayout::decode(r)?;
+                let grant = decode_grant(r, layout.objects.len())?;
+                Reply::Created { attr, layout, grant }
+            }
             tag::LINK => Reply::Link(r.str("symlink target", SYMLINK_LEN_MAX)?),
             tag::DIR_PAGE => {
                 let n = r.count("readdir entries", READDIR_ENTRIES_MAX, DirEntry::MIN_WIRE_LEN)?;
@@ -132,10 +147,15 @@ impl Reply {
                 }
                 Reply::DirPage { entries, more: r.bool()? }
             }
-            tag::LAYOUT => Reply::Layout(FileLayout::decode(r)?),
+            tag::LAYOUT => {
+                let layout = FileLayout::decode(r)?;
+                let grant = decode_grant(r, layout.objects.len())?;
+                Reply::Layout { layout, grant }
+            }
             tag::DIR_STRIPE => Reply::DirStripe(r.option(StripeHint::decode)?),
             tag::STAT_FS => Reply::StatFs(StatFs::decode(r)?),
             tag::CLUSTER_MAP => Reply::ClusterMap(ClusterMap::decode(r)?),
+            tag::OSD_USAGE => Reply::OsdUsage(decode_usage(r)?),
             t => return Err(DecodeError::UnknownTag { what: "reply tag", value: t as u32, at }),
         })
     }

@@ -54,6 +54,9 @@ pub enum Request {
     GetDirStripe { dir: InodeId },
     StatFs,
     ClusterMap,
+    /// Capacity and use of every OSD (the MDS reads the root information pages, which a
+    /// client may not read itself under capability security).
+    OsdUsage,
     /// MDS -> MDS: make a directory inode here whose entry the sender (the parent's server)
     /// will hold, with the parent's default striping copied in; answers its attributes.
     PeerCreateDir { parent: InodeId, new: NewInode, stripe: Option<StripeHint> },
@@ -79,6 +82,7 @@ mod op {
     pub const GET_DIR_STRIPE: u8 = 15;
     pub const STAT_FS: u8 = 16;
     pub const CLUSTER_MAP: u8 = 17;
+    pub const OSD_USAGE: u8 = 18;
     pub const PEER_CREATE_DIR: u8 = 32;
     pub const PEER_REMOVE_DIR: u8 = 33;
 }
@@ -168,6 +172,7 @@ impl Request {
             }
             R::StatFs => w.u8(op::STAT_FS),
             R::ClusterMap => w.u8(op::CLUSTER_MAP),
+            R::OsdUsage => w.u8(op::OSD_USAGE),
             R::PeerCreateDir { parent, new, stripe } => {
                 w.u8(op::PEER_CREATE_DIR);
                 w.u64(parent.0);
@@ -226,6 +231,7 @@ impl Request {
             op::SET_DIR_STRIPE => R::SetDirStripe { dir: ino(r)?, hint: r.option(StripeHint::decode)? },
             op::STAT_FS => R::StatFs,
             op::CLUSTER_MAP => R::ClusterMap,
+            op::OSD_USAGE => R::OsdUsage,
             op::PEER_CREATE_DIR => R::PeerCreateDir { parent: ino(r)?, new: NewInode::decode(r)?, stripe: r.option(StripeHint::decode)? },
             _ => return Err(DecodeError::UnknownTag { what: "request opcode", value: code as u32, at: 0 }),
         })

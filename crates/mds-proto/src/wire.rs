@@ -36,6 +36,10 @@ impl Writer {
         self.u16(s.len() as u16);
         self.buf.extend_from_slice(s.as_bytes());
     }
+    /// Fixed-length bytes, as they are.
+    pub fn bytes(&mut self, b: &[u8]) {
+        self.buf.extend_from_slice(b);
+    }
     /// A list count (4 bytes); the caller then writes each element.
     pub fn count(&mut self, n: usize, max: u32) {
         assert!(n <= max as usize, "list of {n} over its bound {max}");
@@ -81,7 +85,7 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+    pub fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
         let mut a = [0u8; N];
         a.copy_from_slice(self.take(N)?);
         Ok(a)

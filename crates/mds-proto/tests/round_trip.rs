@@ -51,6 +51,20 @@ fn layout() -> impl Strategy<Value = FileLayout> {
     })
 }
 
+/// A layout and a grant for it: none, or one credential per object.
+fn layout_and_grant() -> impl Strategy<Value = (FileLayout, Grant)> {
+    (layout(), any::<bool>(), any::<u8>()).prop_map(|(layout, secure, fill)| {
+        let grant = if secure {
+            (0..layout.objects.len())
+                .map(|i| ObjectCredential { capability: [fill.wrapping_add(i as u8); 104], key: [fill ^ 0x5a; 32] })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        (layout, grant)
+    })
+}
+
 fn request() -> impl Strategy<Value = Request> {
     let set = (any::<[Option<u32>; 3]>(), prop::option::of(ts()), prop::option::of(ts()))
         .prop_map(|(v, atime, mtime)| SetAttrs { mode: v[0], uid: v[1], gid: v[2], atime, mtime });
@@ -72,6 +86,7 @@ fn request() -> impl Strategy<Value = Request> {
         ino().prop_map(|dir| Request::GetDirStripe { dir }),
         Just(Request::StatFs),
         Just(Request::ClusterMap),
+        Just(Request::OsdUsage),
         (ino(), new_inode(), prop::option::of(hint())).prop_map(|(parent, new, stripe)| Request::PeerCreateDir { parent, new, stripe }),
         ino().prop_map(|ino| Request::PeerRemoveDir { ino }),
     ]
@@ -81,11 +96,13 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
     let ok = prop_oneof![
         Just(Reply::Done),
         attr().prop_map(Reply::Attr),
-        (attr(), layout()).prop_map(|(attr, layout)| Reply::Created { attr, layout }),
+        (attr(), layout_and_grant()).prop_map(|(attr, (layout, grant))| Reply::Created { attr, layout, grant }),
         "[ -~]{0,100}".prop_map(Reply::Link),
         (prop::collection::vec((name(), attr()).prop_map(|(name, attr)| DirEntry { name, attr }), 0..20), any::<bool>())
             .prop_map(|(entries, more)| Reply::DirPage { entries, more }),
-        layout().prop_map(Reply::Layout),
+        layout_and_grant().prop_map(|(layout, grant)| Reply::Layout { layout, grant }),
+        prop::collection::vec(any::<(u64, u64)>(), 0..8)
+            .prop_map(|v| Reply::OsdUsage(v.into_iter().map(|(total_bytes, used_bytes)| OsdUsage { total_bytes, used_bytes }).collect())),
         prop::option::of(hint()).prop_map(Reply::DirStripe),
         any::<[u64; 4]>().prop_map(|v| Reply::StatFs(StatFs { files: v[0], directories: v[1], symlinks: v[2], pending_removals: v[3] })),
         (prop::collection::vec("[a-z0-9.:]{1,30}", 0..5), prop::collection::vec(("[a-z0-9.:]{1,30}", any::<u64>()), 0..5)).prop_map(
@@ -155,4 +172,29 @@ fn inode_ids_carry_their_server() {
     let i = InodeId::new(5, 42);
     assert_eq!((i.server(), i.local()), (5, 42));
     assert_eq!(InodeId::ROOT.server(), 0);
+}
+
+/// Goal: a grant that is neither empty nor one credential per object is refused, as is one
+/// announcing more credentials than bytes follow.
+#[test]
+fn grants_must_match_their_layout() {
+    let layout = FileLayout { stripe: StripeLayout::new(1 << 16, 2).unwrap(), objects: vec![ObjectRef { osd: 0, object_id: 1 }, ObjectRef { osd: 1, object_id: 2 }] };
+    let one = vec![ObjectCredential { capability: [1; 104], key: [2; 32] }];
+    let mut w = wire::Writer::default();
+    Reply::Layout { layout: layout.clone(), grant: Vec::new() }.encode(&mut w);
+    // Swap the empty grant's count for 1 and append one entry: a count mismatch.
+    let mut bytes = w.buf.clone();
+    let n = bytes.len();
+    bytes[n - 4..].copy_from_slice(&1u32.to_be_bytes());
+    bytes.extend_from_slice(&one[0].capability);
+    bytes.extend_from_slice(&one[0].key);
+    let mut framed = vec![0u8; 8];
+    framed.push(2);
+    framed.push(0);
+    framed.extend_from_slice(&bytes);
+    assert!(matches!(Frame::decode_body(&framed), Err(DecodeError::Invalid { .. })));
+    // Two announced, one present: truncated, before any allocation.
+    let cut = framed.len();
+    framed[cut - 136 - 4..cut - 136].copy_from_slice(&2u32.to_be_bytes());
+    assert!(matches!(Frame::decode_body(&framed), Err(DecodeError::Truncated { .. })));
 }

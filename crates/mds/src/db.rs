@@ -7,11 +7,11 @@
 //! | `meta` | (key, value) | this server's index, the next inode sequence |
 //! | `inodes` | every inode homed here: type, mode, uid, gid, times (ns), parent (dirs), symlink target, stripe unit (files) | stat without joins |
 //! | `dentries` | (dir, name) -> (ino, type) for directories homed here | a directory's entries live on its server |
-//! | `file_objects` | (ino, slot) -> (osd, object id) | the file's ordered object list |
+//! | `file_objects` | (ino, slot) -> (osd, object id, policy tag) | the file's ordered object list; the tag each object holds (capabilities carry it) |
 //! | `dir_stripe` | dir -> default stripe unit / count / start OSD | inherited by new files |
 //! | `osd_alloc` | osd -> next object sequence | per-OSD object id allocation |
 //! | `pending_removal` | (osd, object id) | objects that must be removed from the OSDs |
-//! | `precreated` | (osd, first seq) -> next seq, last seq, ready | object ranges made ahead of need; `ready` once they exist; `next..=last` not handed out yet |
+//! | `precreated` | (osd, first seq) -> next seq, last seq, ready, policy tag | object ranges made ahead of need; `ready` once they exist; `next..=last` not handed out yet; the tag their CREATE set |
 
 use std::path::Path;
 
@@ -19,7 +19,9 @@ use rusqlite::Connection;
 
 /// Schema version stored in `PRAGMA user_version`; a store written by a newer version is
 /// refused. Version 1 lacked `precreated` and is upgraded in place (the table starts empty).
-pub const SCHEMA_VERSION: i64 = 2;
+/// Version 2 lacked the policy tag columns; they are added in place with tag 0 (objects created
+/// before then hold no tag, and capabilities for them carry 0, "not checked").
+pub const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -48,6 +50,7 @@ CREATE TABLE IF NOT EXISTS file_objects (
     slot INTEGER NOT NULL,
     osd INTEGER NOT NULL,
     object_id INTEGER NOT NULL,
+    policy_tag INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (ino, slot)
 ) WITHOUT ROWID;
 -- Version 1 indexed objects for repair; repair now reads the table once, and every create
@@ -71,9 +74,30 @@ CREATE TABLE IF NOT EXISTS precreated (
     next_seq INTEGER NOT NULL,
     last_seq INTEGER NOT NULL,
     ready INTEGER NOT NULL,
+    policy_tag INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (osd, first_seq)
 ) WITHOUT ROWID;
 ";
+
+/// Columns later versions added to tables an older store already has.
+const ADDED_COLUMNS: [(&str, &str, &str); 2] = [
+    ("file_objects", "policy_tag", "INTEGER NOT NULL DEFAULT 0"),
+    ("precreated", "policy_tag", "INTEGER NOT NULL DEFAULT 0"),
+];
+
+fn add_missing_columns(conn: &Connection) -> Result<(), DbError> {
+    for (table, column, decl) in ADDED_COLUMNS {
+        let present: bool = conn.query_row(
+            &format!("SELECT COUNT(*) > 0 FROM pragma_table_info('{table}') WHERE name = ?1"),
+            [column],
+            |r| r.get(0),
+        )?;
+        if !present {
+            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))?;
+        }
+    }
+    Ok(())
+}
 
 /// Page size of new stores. Rows here are tens of bytes and a create touches about six
 /// b-tree pages (entry, inode, parent, object list, allocators), each written whole to the WAL
@@ -126,6 +150,7 @@ pub fn open(path: &Path, server_index: u32) -> Result<Connection, DbError> {
         return Err(DbError::Version { found: version });
     }
     conn.execute_batch(SCHEMA)?;
+    add_missing_columns(&conn)?;
     conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('server_index', ?1)", [server_index as i64])?;
     let found: i64 = conn.query_row("SELECT value FROM meta WHERE key = 'server_index'", [], |r| r.get(0))?;

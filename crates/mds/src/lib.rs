@@ -9,6 +9,8 @@
 //! - [`pools`]: per-OSD pools of objects precreated in batches, so a create calls no OSD.
 //! - [`objects`]: the [`DataObjects`] seam to the storage nodes (create, remove, length,
 //!   truncate, list), implemented over the typed OSD client by [`OsdObjects`].
+//! - [`security`]: the security manager: OSD keys, their rotation, and the capabilities every
+//!   layout comes with.
 //! - [`journal`]: the pending-removal journal that keeps create and unlink from leaking objects.
 //! - [`server`]: [`Mds`], one server: request dispatch, routing checks, OSD steps, peer calls.
 //! - [`peer`]: a blocking MDS connection (server to server, and for tests and tools).
@@ -24,6 +26,7 @@ pub mod namespace;
 pub mod objects;
 pub mod peer;
 pub mod pools;
+pub mod security;
 pub mod server;
 pub mod store;
 pub mod tcp;
@@ -31,5 +34,6 @@ pub mod tcp;
 pub use objects::{DataObjects, ObjectsError, OsdObjects};
 pub use peer::{MdsConnection, PeerError};
 pub use pools::PrecreateConfig;
+pub use security::{OsdSecret, SecurityConfig, SecurityManager};
 pub use server::{Mds, MdsConfig, OpenError};
 pub use store::Store;

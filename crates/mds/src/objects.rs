@@ -2,10 +2,13 @@
 //! MDS performs itself (it never touches file data). [`OsdObjects`] implements it over one
 //! typed OSD client per node; tests may inject failures with their own implementation.
 
+use std::sync::Arc;
+
 use tessera_initiator::osd_client::{OsdClient, OsdError};
-use tessera_mds_proto::ObjectRef;
-use tessera_osd_proto::pages::USER_OBJECT_LOGICAL_LENGTH;
-use tessera_osd_proto::{Attribute, Command, OsdRequestBuilder};
+use tessera_mds_proto::{ObjectRef, OsdUsage};
+use tessera_osd_proto::pages::{ROOT_TOTAL_CAPACITY, ROOT_USED_CAPACITY, USER_OBJECT_LOGICAL_LENGTH};
+use tessera_osd_proto::{AttrId, Attribute, Command, OsdRequestBuilder};
+use tessera_security::policy::{policy_page, POLICY_ACCESS_TAG};
 use tessera_scsi::{ScsiTransport, SenseKey};
 use tessera_types::ObjectAddr;
 use thiserror::Error;
@@ -43,11 +46,18 @@ pub trait DataObjects: Send + Sync {
     /// Creates empty objects with exactly these ids.
     fn create(&self, objects: &[ObjectRef]) -> Result<(), ObjectsError>;
     /// Creates `count` empty objects with ids `first..first + count` on `osd`, durably (they
-    /// survive the OSD's power loss once this returns). One command where the node allows.
-    fn create_range(&self, osd: u32, first: u64, count: u16) -> Result<(), ObjectsError> {
+    /// survive the OSD's power loss once this returns), each holding `policy_tag`. One command
+    /// where the node allows.
+    fn create_range(&self, osd: u32, first: u64, count: u16, policy_tag: u32) -> Result<(), ObjectsError> {
         let list: Vec<ObjectRef> = (0..count as u64).map(|i| ObjectRef { osd, object_id: first + i }).collect();
-        self.create(&list)
+        self.create(&list)?;
+        list.iter().try_for_each(|o| self.set_policy_tag(*o, policy_tag))
     }
+    /// Sets the object's policy/access tag (OSD-2 policy/security page): capabilities naming
+    /// another tag stop working.
+    fn set_policy_tag(&self, object: ObjectRef, tag: u32) -> Result<(), ObjectsError>;
+    /// OSD `osd`'s capacity and use (root information page).
+    fn usage(&self, osd: u32) -> Result<OsdUsage, ObjectsError>;
     /// Removes one object; an object that does not exist counts as removed.
     fn remove(&self, object: ObjectRef) -> Result<(), ObjectsError>;
     /// The object's logical length (OSD-2 user object information page, attribute 0x82).
@@ -60,16 +70,17 @@ pub trait DataObjects: Send + Sync {
 
 /// One OSD client per storage node, indexed like the cluster map, each with its data partition.
 pub struct OsdObjects<T: ScsiTransport> {
-    nodes: Vec<(OsdClient<T>, u64)>,
+    nodes: Vec<(Arc<OsdClient<T>>, u64)>,
 }
 
 impl<T: ScsiTransport> OsdObjects<T> {
-    /// `nodes[i]` is OSD `i`: its client and the partition holding file data.
-    pub fn new(nodes: Vec<(OsdClient<T>, u64)>) -> Self {
-        OsdObjects { nodes }
+    /// `nodes[i]` is OSD `i`: its client (owned, or shared with the key rotation) and the
+    /// partition holding file data.
+    pub fn new<C: Into<Arc<OsdClient<T>>>>(nodes: Vec<(C, u64)>) -> Self {
+        OsdObjects { nodes: nodes.into_iter().map(|(c, p)| (c.into(), p)).collect() }
     }
 
-    fn node(&self, osd: u32) -> Result<&(OsdClient<T>, u64), ObjectsError> {
+    fn node(&self, osd: u32) -> Result<&(Arc<OsdClient<T>>, u64), ObjectsError> {
         self.nodes.get(osd as usize).ok_or(ObjectsError::UnknownOsd(osd))
     }
 
@@ -77,6 +88,11 @@ impl<T: ScsiTransport> OsdObjects<T> {
         let (client, partition) = self.node(object.osd)?;
         Ok((client, ObjectAddr::new(*partition, object.object_id)))
     }
+}
+
+/// The policy/access tag of a user object (OSD-2 user object policy/security page).
+fn policy_tag_attr() -> AttrId {
+    AttrId::new(policy_page(tessera_osd_proto::pages::USER_OBJECT_PAGE_BASE), POLICY_ACCESS_TAG)
 }
 
 /// An OSD refuses a command on a missing user object with ILLEGAL REQUEST, INVALID FIELD IN CDB
@@ -95,11 +111,32 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
     }
 
     /// One CREATE of `count` objects with FUA: the OSD commits them durably before answering.
-    fn create_range(&self, osd: u32, first: u64, count: u16) -> Result<(), ObjectsError> {
+    /// The policy tag rides in the same command (a set list applies to every created object).
+    fn create_range(&self, osd: u32, first: u64, count: u16, policy_tag: u32) -> Result<(), ObjectsError> {
         let (client, partition) = self.node(osd)?;
         let create = Command::Create { partition_id: *partition, requested: Some(first), count };
-        client.execute(&OsdRequestBuilder::new(create).fua(true))?;
+        client.execute(&OsdRequestBuilder::new(create).fua(true).set_attr(policy_tag_attr(), policy_tag.to_be_bytes().to_vec()))?;
         Ok(())
+    }
+
+    fn set_policy_tag(&self, object: ObjectRef, tag: u32) -> Result<(), ObjectsError> {
+        let (client, addr) = self.addr(object)?;
+        Ok(client.set_attributes(addr, &[Attribute { id: policy_tag_attr(), value: tag.to_be_bytes().to_vec() }])?)
+    }
+
+    fn usage(&self, osd: u32) -> Result<OsdUsage, ObjectsError> {
+        let (client, _) = self.node(osd)?;
+        let got = client.get_attributes(tessera_types::ObjectAddr::ROOT, &[ROOT_TOTAL_CAPACITY, ROOT_USED_CAPACITY])?;
+        let number = |id: AttrId| {
+            got.iter().find(|a| a.id == id).and_then(|a| a.value.as_deref()).and_then(tessera_osd_proto::pages::value_u64).ok_or_else(|| {
+                ObjectsError::from(OsdError::Missing {
+                    peer: client.peer(),
+                    service_action: tessera_osd_proto::ServiceAction::GetAttributes,
+                    what: "the root capacity attributes",
+                })
+            })
+        };
+        Ok(OsdUsage { total_bytes: number(ROOT_TOTAL_CAPACITY)?, used_bytes: number(ROOT_USED_CAPACITY)? })
     }
 
     fn remove(&self, object: ObjectRef) -> Result<(), ObjectsError> {

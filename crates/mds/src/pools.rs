@@ -207,7 +207,7 @@ impl Shared {
         let first = object_id(self.ns.server(), range.first);
         // A range is made whole: only ready ranges are ever taken from.
         let count = (range.last - range.first + 1) as u16;
-        match self.objects.create_range(osd, first, count) {
+        match self.objects.create_range(osd, first, count, crate::store::INITIAL_POLICY_TAG) {
             // Relaxed: a create that takes from the range commits later, so its durability
             // implies this step's; lost alone, the range is retried and found to exist.
             Ok(()) => self.ns.write_relaxed(|s| s.precreate_ready(&range)).map(|()| Batch::Ready),

@@ -24,6 +24,7 @@ use crate::namespace::{Namespace, NamespaceError};
 use crate::objects::DataObjects;
 use crate::peer::MdsConnection;
 use crate::pools::{Pools, PrecreateConfig};
+use crate::security::{file_permissions, fresh_policy_tag, now_ms, SecurityManager};
 use crate::store::files::{self, CreateError, StripePolicy};
 use crate::store::{InodeRow, Store};
 
@@ -44,6 +45,9 @@ pub struct MdsConfig {
     pub default_stripe: StripeHint,
     /// Sizes of the precreated object pools.
     pub precreate: PrecreateConfig,
+    /// The security manager, when the OSDs check capabilities; `None` hands out layouts
+    /// without credentials (NOSEC clusters).
+    pub security: Option<Arc<SecurityManager>>,
 }
 
 #[derive(Debug, Error)]
@@ -212,11 +216,7 @@ impl Mds {
         match request {
             R::Lookup { parent, name } => self.lookup(parent, &name).map(Reply::Attr),
             R::GetAttr { ino } => self.local_attr(ino).map(Reply::Attr),
-            R::SetAttr { ino, changes } => {
-                let row = self.ns.write(|s| s.setattr(ino, &changes, now()))?;
-                let size = if row.kind == FileType::Regular { self.file_size(ino)? } else { 0 };
-                Ok(Reply::Attr(row.attr(size)))
-            }
+            R::SetAttr { ino, changes } => self.setattr(ino, &changes).map(Reply::Attr),
             R::Mkdir { parent, name, new } => self.mkdir(parent, &name, &new).map(Reply::Attr),
             R::Rmdir { parent, name } => self.rmdir(parent, &name).map(|()| Reply::Done),
             R::Create { parent, name, new, stripe } => self.create(parent, &name, &new, stripe),
@@ -234,7 +234,7 @@ impl Mds {
             R::ReadLink { ino } => self.ns.read(|s| s.readlink(ino)).map(Reply::Link),
             R::ReadDir { dir, after, max_entries } => self.readdir(dir, after.as_deref(), max_entries),
             R::Truncate { ino, size } => self.truncate(ino, size).map(Reply::Attr),
-            R::GetLayout { ino } => self.ns.read(|s| s.layout(ino)).map(Reply::Layout),
+            R::GetLayout { ino } => self.layout_with_grant(ino),
             R::SetDirStripe { dir, hint } => {
                 if let Some(h) = &hint {
                     files::resolve(h, self.osd_count(), 0)?;
@@ -244,6 +244,7 @@ impl Mds {
             R::GetDirStripe { dir } => self.ns.read(|s| s.dir_stripe(dir)).map(Reply::DirStripe),
             R::StatFs => self.ns.read(|s| s.stat_fs()).map(Reply::StatFs),
             R::ClusterMap => Ok(Reply::ClusterMap(self.config.cluster.clone())),
+            R::OsdUsage => self.osd_usage().map(Reply::OsdUsage),
             R::PeerCreateDir { parent, new, stripe } => {
                 self.ns.write(|s| s.create_dir_inode(parent, &new, stripe, now())).map(|r| Reply::Attr(r.attr(0)))
             }
@@ -309,7 +310,8 @@ impl Mds {
             match self.ns.write(|s| s.create_file(parent, name, new, stripe, &policy, now())) {
                 Ok(f) => {
                     self.pools.took(f.layout.objects.iter().map(|o| o.osd));
-                    return Ok(Reply::Created { attr: f.row.attr(0), layout: f.layout });
+                    let grant = self.grant(&f.layout, &f.policy_tags, f.row.mode)?;
+                    return Ok(Reply::Created { attr: f.row.attr(0), layout: f.layout, grant });
                 }
                 Err(CreateError::PoolEmpty(osds)) => {
                     for osd in osds {
@@ -321,6 +323,57 @@ impl Mds {
         }
         tracing::warn!(%name, "precreated pools emptied faster than refilled");
         Err(FsError::Io)
+    }
+
+    /// Credentials for a layout's objects under the file's mode; none without security.
+    fn grant(&self, layout: &FileLayout, policy_tags: &[u32], mode: u32) -> Result<tessera_mds_proto::Grant, FsError> {
+        match &self.config.security {
+            Some(manager) => manager.grant(&layout.objects, policy_tags, file_permissions(mode), now_ms()),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// GetLayout: the layout, and fresh credentials for it, from one snapshot.
+    fn layout_with_grant(&self, ino: InodeId) -> Result<Reply, FsError> {
+        let (layout, tags, mode) = self.ns.read(|s| Ok((s.layout(ino)?, s.policy_tags(ino)?, s.inode(ino)?.mode)))?;
+        let grant = self.grant(&layout, &tags, mode)?;
+        Ok(Reply::Layout { layout, grant })
+    }
+
+    /// setattr; a mode change of a regular file under security also revokes every capability
+    /// issued for its objects: a fresh policy tag is recorded, then set on each object. If an
+    /// OSD cannot be reached the answer is EIO and repeating the chmod finishes the revocation.
+    fn setattr(&self, ino: InodeId, changes: &tessera_mds_proto::SetAttrs) -> Result<Attr, FsError> {
+        let row = self.ns.write(|s| s.setattr(ino, changes, now()))?;
+        if row.kind != FileType::Regular {
+            return Ok(row.attr(0));
+        }
+        if changes.mode.is_some() && self.config.security.is_some() {
+            let tag = fresh_policy_tag();
+            let layout = self.ns.write(|s| {
+                s.set_policy_tag(ino, tag)?;
+                s.layout(ino)
+            })?;
+            for o in &layout.objects {
+                self.objects.set_policy_tag(*o, tag).map_err(|e| {
+                    tracing::warn!(?o, %e, "revocation incomplete: policy tag not set");
+                    FsError::Io
+                })?;
+            }
+        }
+        Ok(row.attr(self.file_size(ino)?))
+    }
+
+    /// Capacity and use of every OSD, read by this server (clients hold no root capability).
+    fn osd_usage(&self) -> Result<Vec<tessera_mds_proto::OsdUsage>, FsError> {
+        (0..self.osd_count())
+            .map(|osd| {
+                self.objects.usage(osd).map_err(|e| {
+                    tracing::warn!(osd, %e, "cannot read OSD usage");
+                    FsError::Io
+                })
+            })
+            .collect()
     }
 
     fn rename(&self, src_parent: InodeId, src_name: &str, dst_parent: InodeId, dst_name: &str) -> Result<(), FsError> {
@@ -356,8 +409,14 @@ impl Mds {
         Ok(Reply::DirPage { entries: out, more })
     }
 
+    /// Sets every object's length. A file without write bits cannot be truncated, the same
+    /// rule its capabilities enforce for writes (the MDS knows no users yet: the bits apply to
+    /// everyone).
     fn truncate(&self, ino: InodeId, size: u64) -> Result<Attr, FsError> {
-        let layout = self.ns.read(|s| s.layout(ino))?;
+        let (layout, mode) = self.ns.read(|s| Ok((s.layout(ino)?, s.inode(ino)?.mode)))?;
+        if mode & 0o222 == 0 {
+            return Err(FsError::Access);
+        }
         for (slot, o) in layout.objects.iter().enumerate() {
             let len = layout.stripe.object_len(size, slot as u32);
             self.objects.set_logical_len(*o, len).map_err(|e| {

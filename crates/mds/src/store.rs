@@ -18,6 +18,7 @@ use tessera_mds_proto::request::NewInode;
 use tessera_mds_proto::{Attr, FileType, FsError, InodeId, SetAttrs, StatFs, StripeHint, Timespec};
 
 pub use files::NewFile;
+pub use precreate::INITIAL_POLICY_TAG;
 
 /// Permission bits kept in `mode`; type bits come from the inode's kind.
 const MODE_MASK: u32 = 0o7777;

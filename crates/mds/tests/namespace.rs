@@ -48,8 +48,9 @@ fn namespace_operations_and_their_errors() {
     assert_eq!(d.file_type, FileType::Directory);
     assert_eq!(mkdir(&m, root, "d"), Err(FsError::Exists));
     let f = match create(&m, d.ino, "f").unwrap() {
-        Reply::Created { attr, layout } => {
+        Reply::Created { attr, layout, grant } => {
             assert_eq!(layout.objects.len(), 2, "default stripe count");
+            assert!(grant.is_empty(), "no credentials without a security manager");
             for o in &layout.objects {
                 assert_eq!(osds.logical_len(*o).unwrap(), 0, "object exists on its OSD");
             }
@@ -66,7 +67,7 @@ fn namespace_operations_and_their_errors() {
 
     // Size follows the objects: write 70 KiB past the first 64 KiB unit through the real OSD.
     let layout = match m.handle(Request::GetLayout { ino: f.ino }).unwrap() {
-        Reply::Layout(l) => l,
+        Reply::Layout { layout: l, .. } => l,
         other => panic!("{other:?}"),
     };
     osds.set_logical_len(layout.objects[1], 6 * 1024).unwrap();

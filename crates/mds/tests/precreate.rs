@@ -55,7 +55,7 @@ fn files_get_distinct_existing_objects_across_many_refills() {
     assert_eq!(m.repair(), Ok(vec![]));
     // Unlinking returns nothing to a pool: the objects are removed.
     let layout = match m.handle(Request::GetLayout { ino: lookup(&m, "f7") }).unwrap() {
-        Reply::Layout(l) => l,
+        Reply::Layout { layout: l, .. } => l,
         other => panic!("{other:?}"),
     };
     m.handle(Request::Unlink { parent: InodeId::ROOT, name: "f7".into() }).unwrap();
@@ -111,7 +111,7 @@ fn concurrent_creates_are_all_kept_after_a_crash_and_a_reopen() {
     let mut seen = HashSet::new();
     for (name, layout) in &acked {
         let ino = lookup(&m, name);
-        assert_eq!(m.handle(Request::GetLayout { ino }), Ok(Reply::Layout(layout.clone())), "{name}");
+        assert_eq!(m.handle(Request::GetLayout { ino }), Ok(Reply::Layout { layout: layout.clone(), grant: Vec::new() }), "{name}");
         assert!(layout.objects.iter().all(|o| seen.insert(*o)), "{name}: an object shared with another file");
     }
     // New files after the reopen never reuse an object.

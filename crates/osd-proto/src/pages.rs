@@ -26,6 +26,11 @@ pub const USER_OBJECT_USED_CAPACITY: AttrId = AttrId::new(USER_OBJECT_INFO_PAGE,
 /// Root information page.
 pub const ROOT_INFO_PAGE: u32 = 0x9000_0001;
 pub const ROOT_MAX_CONTINUATION_LEN: AttrId = AttrId::new(ROOT_INFO_PAGE, 0xA);
+pub const ROOT_TOTAL_CAPACITY: AttrId = AttrId::new(ROOT_INFO_PAGE, 0x80);
+pub const ROOT_USED_CAPACITY: AttrId = AttrId::new(ROOT_INFO_PAGE, 0x81);
+
+/// First page of the user object range (the policy/security page is page 5 of it).
+pub const USER_OBJECT_PAGE_BASE: u32 = 0x0;
 
 /// Reads a big-endian unsigned integer attribute value of 1..=8 bytes.
 pub fn value_u64(value: &[u8]) -> Option<u64> {

@@ -4,12 +4,14 @@
 //! drives a [`ScsiTransport`] on the initiator side. Neither side knows OSD-2; the OSD command
 //! set plugs in above these traits.
 
+pub mod mapped_data_in;
 pub mod placed;
 pub mod sense;
 pub mod status;
 pub mod task;
 pub mod transport;
 
+pub use mapped_data_in::{MappedDataIn, MappedMemory, MappedSegment};
 pub use placed::{Decided, Destination, PlacedDataOut};
 pub use sense::{FieldPointer, OsdObjectSense, Sense, SenseDecodeError, SenseKey};
 pub use status::ScsiStatus;

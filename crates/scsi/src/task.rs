@@ -6,7 +6,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
-use crate::{PlacedDataOut, Sense, ScsiStatus};
+use crate::{MappedDataIn, PlacedDataOut, Sense, ScsiStatus};
 
 /// One I_T nexus: an initiator port talking to this target (iSCSI: one session). Unit
 /// attention conditions and reservations are kept per nexus.
@@ -81,44 +81,55 @@ pub struct ScsiOutcome {
     pub data_in: Vec<u8>,
     /// Data-In held in a file instead of `data_in` (which is then empty).
     pub data_in_file: Option<FileDataIn>,
+    /// Data-In held as pieces of a mapped file instead of `data_in` (which is then empty).
+    pub data_in_mapped: Option<MappedDataIn>,
     pub sense: Option<Sense>,
 }
 
 impl ScsiOutcome {
     pub fn good(data_in: Vec<u8>) -> Self {
-        ScsiOutcome { status: ScsiStatus::Good, data_in, data_in_file: None, sense: None }
+        ScsiOutcome { status: ScsiStatus::Good, data_in, data_in_file: None, data_in_mapped: None, sense: None }
     }
 
     /// GOOD or RECOVERED ERROR with Data-In held in a file.
     pub fn from_file(data_in: FileDataIn, recovered: Option<Sense>) -> Self {
         let status = if recovered.is_some() { ScsiStatus::CheckCondition } else { ScsiStatus::Good };
-        ScsiOutcome { status, data_in: Vec::new(), data_in_file: Some(data_in), sense: recovered }
+        ScsiOutcome { status, data_in: Vec::new(), data_in_file: Some(data_in), data_in_mapped: None, sense: recovered }
+    }
+
+    /// GOOD or RECOVERED ERROR with Data-In held as mapped pieces.
+    pub fn from_mapped(data_in: MappedDataIn, recovered: Option<Sense>) -> Self {
+        let status = if recovered.is_some() { ScsiStatus::CheckCondition } else { ScsiStatus::Good };
+        ScsiOutcome { status, data_in: Vec::new(), data_in_file: None, data_in_mapped: Some(data_in), sense: recovered }
     }
 
     /// Length of the Data-In this outcome carries, wherever it is held.
     pub fn data_in_len(&self) -> u64 {
-        self.data_in_file.as_ref().map_or(self.data_in.len() as u64, FileDataIn::total_len)
+        match (&self.data_in_file, &self.data_in_mapped) {
+            (Some(f), _) => f.total_len(),
+            (None, Some(m)) => m.total_len(),
+            (None, None) => self.data_in.len() as u64,
+        }
     }
 
     /// The Data-In as bytes, reading a file-held range into memory.
     pub fn into_data_in_bytes(self) -> io::Result<Vec<u8>> {
-        match &self.data_in_file {
-            None => Ok(self.data_in),
-            Some(f) => {
-                let mut buf = vec![0u8; f.total_len() as usize];
-                f.read_at(0, &mut buf)?;
-                Ok(buf)
-            }
+        let mut buf = vec![0u8; self.data_in_len() as usize];
+        match (&self.data_in_file, &self.data_in_mapped) {
+            (Some(f), _) => f.read_at(0, &mut buf)?,
+            (None, Some(m)) => m.read_at(0, &mut buf)?,
+            (None, None) => return Ok(self.data_in),
         }
+        Ok(buf)
     }
 
     pub fn check_condition(sense: Sense) -> Self {
-        ScsiOutcome { status: ScsiStatus::CheckCondition, data_in: Vec::new(), data_in_file: None, sense: Some(sense) }
+        ScsiOutcome { status: ScsiStatus::CheckCondition, data_in: Vec::new(), data_in_file: None, data_in_mapped: None, sense: Some(sense) }
     }
 
     /// CHECK CONDITION that still carries Data-In (e.g. RECOVERED ERROR 3B17 on a short read).
     pub fn check_condition_with_data(sense: Sense, data_in: Vec<u8>) -> Self {
-        ScsiOutcome { status: ScsiStatus::CheckCondition, data_in, data_in_file: None, sense: Some(sense) }
+        ScsiOutcome { status: ScsiStatus::CheckCondition, data_in, data_in_file: None, data_in_mapped: None, sense: Some(sense) }
     }
 }
 

@@ -45,6 +45,10 @@ pub enum TransportError {
     },
     #[error("iSCSI login to {peer} refused: {reason}")]
     LoginRefused { peer: String, reason: String },
+    /// CHAP at login failed: the target refused our credentials (Login status 0x0201), or
+    /// the target failed to prove itself under mutual CHAP.
+    #[error("iSCSI authentication with {peer} failed: {reason}")]
+    AuthenticationFailed { peer: String, reason: String },
     #[error("protocol error from {peer}: {detail}")]
     Protocol { peer: String, detail: String },
     #[error("session to {peer} closed")]

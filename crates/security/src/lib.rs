@@ -22,6 +22,7 @@ pub mod keys;
 pub mod manager;
 pub mod nonce;
 pub mod policy;
+pub mod schedule;
 
 #[cfg(test)]
 mod tests;
@@ -34,3 +35,4 @@ pub use key_commands::KeyCommand;
 pub use keys::{Key, KeySlot};
 pub use manager::{ManagerError, OsdKeys};
 pub use nonce::{Nonce, NonceSource, NonceWindow};
+pub use schedule::{scheduled_seed, KeySchedule};

@@ -116,13 +116,19 @@ impl OsdKeys {
     /// A credential for `capability`: root scope under the root key, anything in a partition
     /// under the working key the capability's key version names.
     pub fn credential(&self, capability: Capability) -> Result<Credential, ManagerError> {
+        let cap_key = self.capability_key(&capability)?;
+        Ok(Credential::new(capability, &cap_key))
+    }
+
+    /// The capability key of `capability` (what a client receives beside it): HMAC over the
+    /// capability and the system id under the key its scope and version name.
+    pub fn capability_key(&self, capability: &Capability) -> Result<Key, ManagerError> {
         let slot = match capability.scope {
             Scope::Root => KeySlot::Root,
             _ => KeySlot::Working(capability.partition_id, capability.key_version),
         };
         let key = self.keys.get(&slot).ok_or(ManagerError::NoKey(slot))?;
-        let cap_key = capability_key(key, &capability.encode(), &self.system_id);
-        Ok(Credential::new(capability, &cap_key))
+        Ok(capability_key(key, &capability.encode(), &self.system_id))
     }
 
     /// A capability for the root object with `permissions`, expiring at `expires_ms`.

@@ -59,6 +59,28 @@ pub struct MvArgs {
     cluster: ClusterArg,
 }
 
+#[derive(Args)]
+pub struct ChmodArgs {
+    /// Permission bits in octal, e.g. 644 or 0444. Under capability security a change on a
+    /// file revokes every capability issued for it: open handles get fresh ones that follow the
+    /// new bits (no write bit: writes are refused).
+    #[arg(value_parser = parse_mode)]
+    mode: u32,
+    path: String,
+    #[command(flatten)]
+    cluster: ClusterArg,
+}
+
+fn parse_mode(text: &str) -> Result<u32, String> {
+    u32::from_str_radix(text, 8).ok().filter(|m| *m <= 0o7777).ok_or_else(|| format!("`{text}` is not an octal mode (0 to 7777, e.g. 644)"))
+}
+
+pub fn chmod(args: ChmodArgs) -> Result<()> {
+    let (client, _) = args.cluster.connect()?;
+    client.chmod(&args.path, args.mode)?;
+    Ok(())
+}
+
 pub fn ls(args: LsArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
     let attr = client.stat(&args.path)?;

@@ -1,22 +1,15 @@
 //! `attr` and `df`: commands that go to the OSDs' object model itself. `attr` reads and sets
-//! OSD-2 attributes on every data object of a file; `df` reads each OSD's root information
-//! page (capacity and use) and the metadata servers' inode counts.
+//! OSD-2 attributes on every data object of a file (with the file's credentials); `df` asks
+//! the metadata server for each OSD's capacity and use (it reads the root information pages,
+//! which clients hold no capability for) and the metadata servers' inode counts.
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use tessera_client::{ClusterConfig, FileLayout};
-use tessera_initiator::iscsi::{Session, SessionConfig};
-use tessera_initiator::osd_client::OsdClient;
-use tessera_osd_proto::pages::ROOT_INFO_PAGE;
+use tessera_client::File;
 use tessera_osd_proto::{AttrId, Attribute};
-use tessera_types::ObjectAddr;
 
 use super::ClusterArg;
 use crate::units::format_size;
-
-/// Root information page: total and used capacity (OSD-2 r05 §7.1.2.8).
-const ROOT_TOTAL_CAPACITY: AttrId = AttrId::new(ROOT_INFO_PAGE, 0x80);
-const ROOT_USED_CAPACITY: AttrId = AttrId::new(ROOT_INFO_PAGE, 0x81);
 
 #[derive(Args)]
 pub struct AttrArgs {
@@ -88,50 +81,37 @@ fn show_value(value: &[u8]) -> String {
     }
 }
 
-fn osd_client(config: &ClusterConfig, osd: u32) -> Result<OsdClient<Session>> {
-    let entry = config.osds.get(osd as usize).with_context(|| format!("OSD {osd} is not in the cluster file"))?;
-    let session = Session::login(entry.addr.as_str(), SessionConfig::new(&config.initiator_name, &entry.target))
-        .with_context(|| format!("logging in to OSD {osd} at {}", entry.addr))?;
-    Ok(OsdClient::new(session, entry.lun))
-}
-
-/// Each data object of the file at `path`: (OSD index, object address, a client for it).
-fn file_objects(args: &ClusterArg, path: &str) -> Result<Vec<(u32, ObjectAddr, OsdClient<Session>)>> {
-    let (client, config) = args.connect()?;
-    let layout: FileLayout = client.open(path)?.layout().clone();
-    layout
-        .objects
-        .iter()
-        .map(|o| {
-            let partition = config.osds.get(o.osd as usize).map(|e| e.partition_id).unwrap_or_default();
-            Ok((o.osd, ObjectAddr::new(partition, o.object_id), osd_client(&config, o.osd)?))
-        })
-        .collect()
+/// The file at `path`, opened (with credentials for its objects under capability security).
+fn open_file(args: &ClusterArg, path: &str) -> Result<File> {
+    let (client, _) = args.connect()?;
+    Ok(client.open(path)?)
 }
 
 pub fn attr(args: AttrArgs) -> Result<()> {
     match &args.action {
         AttrAction::Get { path, attr } => {
             let id = parse_attr(attr)?;
-            for (osd, addr, client) in file_objects(&args.cluster, path)? {
-                let got = client.get_attributes(addr, &[id])?;
+            let file = open_file(&args.cluster, path)?;
+            for (o, got) in file.layout().objects.iter().zip(file.object_attributes(&[id])?) {
                 let value = got.iter().find(|a| a.id == id).and_then(|a| a.value.as_deref());
                 let shown = value.map(show_value).unwrap_or_else(|| "(not set)".into());
-                println!("osd {osd} object {:#x}: {shown}", addr.object_id.0);
+                println!("osd {} object {:#x}: {shown}", o.osd, o.object_id);
             }
         }
         AttrAction::Set { path, attr, value } => {
             let id = parse_attr(attr)?;
             let bytes = parse_value(value)?;
-            for (osd, addr, client) in file_objects(&args.cluster, path)? {
-                client.set_attributes(addr, &[Attribute { id, value: bytes.clone() }])?;
-                println!("osd {osd} object {:#x}: set", addr.object_id.0);
+            let file = open_file(&args.cluster, path)?;
+            file.set_object_attributes(&[Attribute { id, value: bytes }])?;
+            for o in &file.layout().objects {
+                println!("osd {} object {:#x}: set", o.osd, o.object_id);
             }
         }
         AttrAction::List { path, page } => {
-            for (osd, addr, client) in file_objects(&args.cluster, path)? {
-                println!("osd {osd} object {:#x}:", addr.object_id.0);
-                for a in client.get_attribute_page(addr, *page)? {
+            let file = open_file(&args.cluster, path)?;
+            for (o, attrs) in file.layout().objects.iter().zip(file.object_attribute_page(*page)?) {
+                println!("osd {} object {:#x}:", o.osd, o.object_id);
+                for a in attrs {
                     if let Some(v) = a.value.as_deref() {
                         println!("  {:#x}:{:#x} = {}", a.id.page, a.id.number, show_value(v));
                     }
@@ -144,19 +124,13 @@ pub fn attr(args: AttrArgs) -> Result<()> {
 
 pub fn df(args: DfArgs) -> Result<()> {
     let (client, config) = args.cluster.connect()?;
+    let usage = client.osd_usage()?;
     println!("{:<6} {:<22} {:>12} {:>12} {:>12} {:>5}", "osd", "portal", "size", "used", "avail", "use%");
     let (mut total_all, mut used_all) = (0u64, 0u64);
-    for (i, entry) in config.osds.iter().enumerate() {
-        let osd = osd_client(&config, i as u32)?;
-        let got = osd.get_attributes(ObjectAddr::ROOT, &[ROOT_TOTAL_CAPACITY, ROOT_USED_CAPACITY])?;
-        let number = |id: AttrId| -> Result<u64> {
-            let v = got.iter().find(|a| a.id == id).and_then(|a| a.value.as_deref()).with_context(|| format!("OSD {i} did not report {id:?}"))?;
-            Ok(u64::from_be_bytes(v.try_into().with_context(|| format!("OSD {i}: {id:?} is {} bytes, not 8", v.len()))?))
-        };
-        let (total, used) = (number(ROOT_TOTAL_CAPACITY)?, number(ROOT_USED_CAPACITY)?);
-        total_all = total_all.saturating_add(total);
-        used_all = used_all.saturating_add(used);
-        print_row(&format!("osd{i}"), &entry.addr, total, used);
+    for (i, (entry, u)) in config.osds.iter().zip(&usage).enumerate() {
+        total_all = total_all.saturating_add(u.total_bytes);
+        used_all = used_all.saturating_add(u.used_bytes);
+        print_row(&format!("osd{i}"), &entry.addr, u.total_bytes, u.used_bytes);
     }
     print_row("total", "", total_all, used_all);
     let fs = client.statfs()?;

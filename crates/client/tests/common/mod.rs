@@ -1,6 +1,8 @@
 //! Test cluster: real OSD targets (engine + SCSI front + iSCSI server) and real metadata
 //! servers (SQLite + TCP), all in-process on loopback sockets in one temp dir. The client under
-//! test reaches them only through the network, exactly as in production.
+//! test reaches them only through the network, exactly as in production. Capability security
+//! is on (CMDRSP), as in a cluster `tessera up` starts: every OSD checks every command, and
+//! each metadata server is a security manager holding the OSDs' master keys.
 
 #![allow(dead_code)]
 
@@ -11,10 +13,13 @@ use tessera_client::{Client, ClusterConfig, MdsEntry, OsdEntry, StripeHint};
 use tessera_engine::{Engine, EngineConfig};
 use tessera_initiator::iscsi::{Session, SessionConfig};
 use tessera_initiator::osd_client::OsdClient;
-use tessera_mds::{Mds, MdsConfig, OsdObjects};
+use tessera_mds::security::{now_ms, KeyInstaller};
+use tessera_mds::{Mds, MdsConfig, OsdObjects, OsdSecret, SecurityConfig, SecurityManager};
 use tessera_mds_proto::{ClusterMap, OsdInfo};
+use tessera_security::{Key, SecurityMethod};
 use tessera_target::iscsi_server::{ServerHandle, TargetConfig, TargetServer};
 use tessera_target::osd_lu::OsdCommandSet;
+use tessera_target::security_gate::TargetSecurity;
 use tessera_target::spc::ScsiFront;
 
 pub const PARTITION: u64 = 0x10000;
@@ -22,6 +27,8 @@ pub const PARTITION: u64 = 0x10000;
 pub struct TestCluster {
     pub config: ClusterConfig,
     pub mds: Vec<Arc<Mds>>,
+    /// Metadata server i's security manager.
+    pub managers: Vec<Arc<SecurityManager>>,
     osds: Vec<ServerHandle>,
     // Last: the directories outlive the servers using them.
     _dir: tempfile::TempDir,
@@ -38,16 +45,19 @@ pub fn start(osd_count: u32, servers: u32) -> TestCluster {
     let dir = tempfile::tempdir().unwrap();
     let mut osds = Vec::new();
     let mut entries = Vec::new();
+    let mut secrets = Vec::new();
     for i in 0..osd_count {
         let d = dir.path().join(format!("osd{i}"));
         std::fs::create_dir_all(&d).unwrap();
         let engine = Engine::open(&d, EngineConfig::default()).unwrap();
-        let device = Arc::new(ScsiFront::new(Arc::new(OsdCommandSet::new(engine))));
+        let master = Key([0x40 + i as u8; 32]);
+        secrets.push((engine.system_id(), master.clone()));
+        let security = TargetSecurity::new(SecurityMethod::CmdRsp, Some(master));
+        let device = Arc::new(ScsiFront::new(Arc::new(OsdCommandSet::with_security(engine, security).unwrap())));
         let name = format!("iqn.2026-11.org.tessera.test:osd{i}");
         let server = TargetServer::bind(TargetConfig::new(&name, "127.0.0.1:0"), device).unwrap();
         let handle = server.spawn();
         let addr = handle.local_addr().unwrap().to_string();
-        session(&addr, &name).create_partition(Some(PARTITION)).unwrap();
         entries.push(OsdEntry { addr, target: name, partition_id: PARTITION, lun: 0 });
         osds.push(handle);
     }
@@ -58,25 +68,51 @@ pub fn start(osd_count: u32, servers: u32) -> TestCluster {
         osds: entries.iter().map(|e| OsdInfo { addr: e.addr.clone(), partition_id: PARTITION }).collect(),
     };
     let mut mds = Vec::new();
+    let mut managers = Vec::new();
     for (index, listener) in listeners.into_iter().enumerate() {
-        let nodes = entries.iter().map(|e| (session(&e.addr, &e.target), PARTITION)).collect();
+        let osd_secrets = secrets.iter().map(|(system_id, master)| OsdSecret { system_id: *system_id, master: master.clone(), partition_id: PARTITION }).collect();
+        let manager = Arc::new(SecurityManager::new(SecurityConfig::default(), osd_secrets).unwrap());
+        let clients: Vec<Arc<OsdClient<Session>>> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let mut c = session(&e.addr, &e.target);
+                c.set_credentials(Some(manager.source(i as u32)));
+                manager.establish(i as u32, &c, now_ms()).unwrap();
+                Arc::new(c)
+            })
+            .collect();
+        let installers: Vec<Arc<dyn KeyInstaller>> = clients.iter().map(|c| c.clone() as Arc<dyn KeyInstaller>).collect();
+        manager.clone().spawn_rotation(installers).unwrap();
+        let nodes: Vec<(Arc<OsdClient<Session>>, u64)> = clients.into_iter().map(|c| (c, PARTITION)).collect();
         let config = MdsConfig {
             server_index: index as u32,
             cluster: map.clone(),
             default_stripe: StripeHint { stripe_unit: 64 * 1024, stripe_count: 0, start_osd: None },
             precreate: Default::default(),
+            security: Some(manager.clone()),
         };
         let server = Arc::new(Mds::open(&dir.path().join(format!("mds{index}.db")), config, Arc::new(OsdObjects::new(nodes))).unwrap());
         tessera_mds::tcp::spawn(listener, server.clone()).unwrap();
         mds.push(server);
+        managers.push(manager);
     }
     let config = ClusterConfig::new(addrs.into_iter().map(|addr| MdsEntry { addr }).collect(), entries);
-    TestCluster { config, mds, osds, _dir: dir }
+    TestCluster { config, mds, managers, osds, _dir: dir }
 }
 
 impl TestCluster {
     pub fn client(&self) -> Client {
         Client::connect(&self.config).unwrap()
+    }
+
+    /// A session to OSD `i` signing with the security manager's own credentials (what an
+    /// administrator's tool would hold), for tests that read an OSD's counters.
+    pub fn admin_session(&self, i: usize) -> OsdClient<Session> {
+        let e = &self.config.osds[i];
+        let mut c = session(&e.addr, &e.target);
+        c.set_credentials(Some(self.managers[0].source(i as u32)));
+        c
     }
 }
 

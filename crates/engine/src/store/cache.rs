@@ -2,7 +2,9 @@
 //!
 //! Sharded by object address to keep connection threads off one lock; each shard evicts its
 //! least recently used entry when full. Entries are `Arc<File>`: an evicted file stays open
-//! until the command using it finishes.
+//! until the command using it finishes. An entry also keeps the object's mapping, if list I/O
+//! made one ([`super::mapped`]), so the two leave together (a removed object's mapping would
+//! otherwise keep its blocks allocated).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -12,10 +14,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tessera_types::ObjectAddr;
 
+use super::mapped::Mapping;
+
 const SHARDS: usize = 16;
 
 struct Entry {
     file: Arc<File>,
+    mapping: Option<Arc<Mapping>>,
     last_use: u64,
 }
 
@@ -59,7 +64,19 @@ impl FileCache {
                 shard.remove(&oldest);
             }
         }
-        shard.insert(addr, Entry { file, last_use: tick });
+        shard.insert(addr, Entry { file, mapping: None, last_use: tick });
+    }
+
+    pub fn mapping(&self, addr: &ObjectAddr) -> Option<Arc<Mapping>> {
+        self.shard(addr).get(addr)?.mapping.clone()
+    }
+
+    /// Keeps (or, with `None`, drops) the object's mapping; nothing if its file is not cached,
+    /// so a mapping never outlives its entry.
+    pub fn set_mapping(&self, addr: &ObjectAddr, mapping: Option<Arc<Mapping>>) {
+        if let Some(entry) = self.shard(addr).get_mut(addr) {
+            entry.mapping = mapping;
+        }
     }
 
     pub fn evict(&self, addr: &ObjectAddr) {

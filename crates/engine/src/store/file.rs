@@ -1,7 +1,8 @@
 //! Object data in plain files: `<root>/<pid hex>/<oid hex>`, created on first write.
 //!
 //! All I/O is positional (pread/pwrite and their vectored forms), so threads share one open
-//! file without seeking. PUNCH is fallocate(PUNCH_HOLE | KEEP_SIZE), CLEAR is
+//! file without seeking. List I/O goes through the object's mapping ([`super::mapped`]) where
+//! the file system allows it, and through the system-call plan ([`super::plan`]) otherwise. PUNCH is fallocate(PUNCH_HOLE | KEEP_SIZE), CLEAR is
 //! fallocate(ZERO_RANGE), READ MAP walks SEEK_DATA / SEEK_HOLE; where the file system lacks
 //! one of these, the store falls back to writing zeros (the result reads the same).
 
@@ -16,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use tessera_types::ObjectAddr;
 
 use super::cache::FileCache;
+use super::{fault_guard, mapped};
 use super::plan::{self, Run, Segment, Step};
 use super::{MapExtent, ObjectData, Piece};
 use crate::error::{IoOp, StorageError};
@@ -25,10 +27,14 @@ const ZERO_CHUNK: usize = 64 * 1024;
 
 pub struct FileStore {
     root: PathBuf,
-    cache: FileCache,
+    pub(super) cache: FileCache,
     read_gap_max: u64,
     /// Gaps a list WRITE may read and rewrite: below the file system's block (plan.rs).
     write_gap_max: u64,
+    /// List I/O goes through a mapping of the object ([`super::mapped`]). Only where a block
+    /// is at least a page: a write fault dirties a whole page, which must not allocate blocks
+    /// that writing the piece with `pwrite` would leave as holes.
+    mapped_lists: bool,
     /// Partition directories with entries created since their last fsync: a FLUSH of an
     /// object in one of them fsyncs the directory too, so a new file's name is durable.
     dirty_dirs: Mutex<HashSet<u64>>,
@@ -43,8 +49,16 @@ impl FileStore {
             cache: FileCache::new(open_files_max),
             read_gap_max,
             write_gap_max: plan::WRITE_GAP_MAX.min(block - 1),
+            mapped_lists: block >= fault_guard::page_size() as u64,
             dirty_dirs: Mutex::new(HashSet::new()),
         })
+    }
+
+    /// Turns list I/O through mappings off (or back on where the file system allows it), to
+    /// compare the two paths.
+    pub fn with_mapped_lists(mut self, on: bool) -> FileStore {
+        self.mapped_lists &= on;
+        self
     }
 
     fn partition_dir(&self, partition_id: u64) -> PathBuf {
@@ -289,6 +303,15 @@ impl ObjectData for FileStore {
         self.create(addr)
     }
 
+    fn mapped(&self, addr: ObjectAddr) -> Result<Option<(Arc<mapped::Mapping>, u64)>, StorageError> {
+        let Some(file) = self.existing(addr)?.filter(|_| self.mapped_lists) else { return Ok(None) };
+        let stored = file.metadata().map_err(StorageError::io(IoOp::Stat))?.len();
+        if stored == 0 || !fault_guard::available() {
+            return Ok(None);
+        }
+        Ok(mapped::mapping(&self.cache, addr, &file, stored).map(|m| (m, stored)))
+    }
+
     fn read_at(&self, addr: ObjectAddr, offset: u64, buf: &mut [u8]) -> Result<usize, StorageError> {
         match self.existing(addr)? {
             Some(f) => read_at_most(&f, offset, buf).map_err(StorageError::io(IoOp::Read)),
@@ -302,6 +325,9 @@ impl ObjectData for FileStore {
 
     fn read_pieces(&self, addr: ObjectAddr, pieces: &[Piece], buf: &mut [u8]) -> Result<(), StorageError> {
         let Some(file) = self.existing(addr)? else { return Ok(()) };
+        if self.mapped_lists && pieces.len() > 1 && mapped::read(&self.cache, addr, &file, pieces, buf).map_err(StorageError::io(IoOp::Read))? {
+            return Ok(());
+        }
         with_scratch(|scratch| {
             for step in plan::plan_read(pieces, self.read_gap_max) {
                 match step {
@@ -316,6 +342,9 @@ impl ObjectData for FileStore {
 
     fn write_pieces(&self, addr: ObjectAddr, pieces: &[Piece], data: &[u8]) -> Result<(), StorageError> {
         let file = self.create(addr)?;
+        if self.mapped_lists && pieces.len() > 1 && mapped::write(&self.cache, addr, &file, pieces, data).map_err(StorageError::io(IoOp::Write))? {
+            return Ok(());
+        }
         with_scratch(|scratch| {
             for step in plan::plan_write(pieces, self.write_gap_max) {
                 match step {

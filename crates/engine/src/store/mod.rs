@@ -7,7 +7,9 @@
 //! store's business; it lives in the attribute store, and the engine clamps reads to it.
 
 pub mod cache;
+mod fault_guard;
 pub mod file;
+pub mod mapped;
 pub mod mem;
 pub mod plan;
 
@@ -44,6 +46,13 @@ pub trait ObjectData: Send + Sync {
     /// [`ObjectData::places_writes`]; the default refuses.
     fn file_for_write(&self, _addr: ObjectAddr) -> Result<std::sync::Arc<std::fs::File>, StorageError> {
         Err(StorageError::Io { op: crate::error::IoOp::Open, source: std::io::ErrorKind::Unsupported.into() })
+    }
+
+    /// A mapping of the object's stored bytes and how many there are, for stores that can map
+    /// them (a list READ is then sent from it without a copy into a buffer). `None` (the
+    /// default) when the store cannot, or the object has no data.
+    fn mapped(&self, _addr: ObjectAddr) -> Result<Option<(std::sync::Arc<mapped::Mapping>, u64)>, StorageError> {
+        Ok(None)
     }
 
     /// Fills `buf` from `offset`; returns how many bytes the stored data covered. Bytes past

@@ -1,13 +1,14 @@
-//! The initiator's login exchange (RFC 7143 §6.3, §11.12): security stage with AuthMethod=None
-//! and the names, then operational negotiation through [`InitiatorNegotiator`], until the target
-//! answers the transit to full feature phase. Shared by [`super::Session`] and
-//! [`super::RawConnection`].
+//! The initiator's login exchange (RFC 7143 §6.3, §11.12): security stage with the names and
+//! [`InitiatorAuth`] (CHAP when the session has credentials), then operational negotiation
+//! through [`InitiatorNegotiator`], until the target answers the transit to full feature
+//! phase. Shared by [`super::Session`] and [`super::RawConnection`].
 
 use std::io::{Read, Write};
 
-use tessera_iscsi::login::keys::{AUTH_METHOD, INITIATOR_NAME, SESSION_TYPE, TARGET_NAME};
+use tessera_iscsi::login::auth::{AuthError, ChapSecrets, Challenge, InitiatorAuth, CHALLENGE_LEN};
+use tessera_iscsi::login::keys::{INITIATOR_NAME, SESSION_TYPE, TARGET_NAME};
 use tessera_iscsi::login::{InitiatorNegotiator, SessionParams, SessionType};
-use tessera_iscsi::pdu::{LoginRequest, Pdu, STAGE_FULL_FEATURE, STAGE_OPERATIONAL, STAGE_SECURITY};
+use tessera_iscsi::pdu::{login_status, LoginRequest, Pdu, STAGE_FULL_FEATURE, STAGE_OPERATIONAL, STAGE_SECURITY};
 use tessera_iscsi::text::{encode_text, KeyValue, TextBuffer};
 use tessera_iscsi::{PduReader, PduWriter};
 use tessera_scsi::TransportError;
@@ -41,14 +42,42 @@ pub(crate) fn read_err(peer: &str, e: tessera_iscsi::ReadError) -> TransportErro
     }
 }
 
-/// Runs login on a fresh connection. `target_name` is required for normal sessions.
+fn auth_err(peer: &str, e: AuthError) -> TransportError {
+    TransportError::AuthenticationFailed { peer: peer.to_string(), reason: e.to_string() }
+}
+
+/// What a refused login's status means, with what to check (RFC 7143 §11.13.5).
+fn refusal(peer: &str, class: u8, detail: u8, chap: bool) -> TransportError {
+    if (class, detail) == login_status::AUTHENTICATION_FAILED {
+        let reason = if chap {
+            "the target refused our CHAP credentials (status 0x0201): check that the user and secret match the target's CHAP secret file"
+        } else {
+            "the target requires authentication (status 0x0201): give this initiator the target's CHAP secret file"
+        };
+        return TransportError::AuthenticationFailed { peer: peer.to_string(), reason: reason.to_string() };
+    }
+    TransportError::LoginRefused { peer: peer.to_string(), reason: format!("status class {class:#04x} detail {detail:#04x}") }
+}
+
+/// A mutual-CHAP challenge from the operating system's CSPRNG.
+fn fresh_challenge(peer: &str) -> Result<Challenge, TransportError> {
+    let mut random = [0u8; 1 + CHALLENGE_LEN];
+    getrandom::fill(&mut random).map_err(|e| io_err(peer, std::io::Error::other(e.to_string())))?;
+    Ok(Challenge::from_random(random))
+}
+
+/// Runs login on a fresh connection. `target_name` is required for normal sessions; `chap`
+/// makes the security stage run CHAP.
 pub fn login<R: Read, W: Write>(
     reader: &mut PduReader<R>,
     writer: &mut PduWriter<W>,
     isid: [u8; 6],
     mut neg: InitiatorNegotiator,
+    chap: Option<ChapSecrets>,
     peer: &str,
 ) -> Result<LoginResult, TransportError> {
+    let uses_chap = chap.is_some();
+    let mut auth = InitiatorAuth::new(chap, fresh_challenge(peer)?);
     let session_type = neg.params.session_type;
     let cmd_sn = 1u32;
     let mut exp_stat_sn = 0u32;
@@ -59,7 +88,7 @@ pub fn login<R: Read, W: Write>(
     if session_type == SessionType::Normal {
         security.push((TARGET_NAME.into(), neg.params.target_name.clone()));
     }
-    security.push((AUTH_METHOD.into(), "None".into()));
+    security.extend(auth.offer());
     let mut stage = STAGE_SECURITY;
     let mut pending: Vec<KeyValue> = security;
     let mut offered_operational = false;
@@ -100,10 +129,7 @@ pub fn login<R: Read, W: Write>(
             text.push(&body).map_err(|e| proto(peer, e.to_string()))?;
             exp_stat_sn = rsp.stat_sn.wrapping_add(1);
             if rsp.status_class != 0 {
-                return Err(TransportError::LoginRefused {
-                    peer: peer.to_string(),
-                    reason: format!("status class {:#04x} detail {:#04x}", rsp.status_class, rsp.status_detail),
-                });
+                return Err(refusal(peer, rsp.status_class, rsp.status_detail, uses_chap));
             }
             if !rsp.cont {
                 break rsp;
@@ -112,6 +138,12 @@ pub fn login<R: Read, W: Write>(
             writer.write_pdu(&Pdu::LoginRequest(more), &[]).map_err(|e| io_err(peer, e))?;
         };
         let answers = text.take().map_err(|e| proto(peer, e.to_string()))?;
+        if stage == STAGE_SECURITY {
+            pending = auth.on_answer(&answers).map_err(|e| auth_err(peer, e))?;
+            if rsp.transit {
+                auth.check_transit().map_err(|e| auth_err(peer, e))?;
+            }
+        }
         neg.apply(&answers).map_err(|e| proto(peer, e.to_string()))?;
         let max_cmd_sn = rsp.max_cmd_sn;
         if rsp.transit {

@@ -2,6 +2,7 @@
 //! many threads at once over one connection; [`Session::discover`] asks a portal for its
 //! targets; [`RawConnection`] sends hand-built PDUs for tests of a target's error handling.
 
+mod chap_file;
 mod driver;
 mod login;
 mod raw;
@@ -9,7 +10,10 @@ mod reconnecting;
 mod rx;
 mod session;
 
+pub use chap_file::{load_chap_secrets, ChapFileError};
 pub use login::LoginResult;
+/// The credentials a session authenticates with; the same type configures the target.
+pub use tessera_iscsi::login::auth::{ChapCredential, ChapSecrets, SecretsError};
 pub use raw::{RawConnection, RawReply};
 pub use reconnecting::ReconnectingSession;
 pub use session::Session;
@@ -35,6 +39,10 @@ pub struct SessionConfig {
     pub max_outstanding_r2t: u32,
     /// Initiator session id; by default a random-format ISID unique within this process.
     pub isid: [u8; 6],
+    /// CHAP credentials for the security stage (docs/security.md, "CHAP at login"): with
+    /// only the initiator's, one-way CHAP; with the target's too, mutual CHAP, and a target
+    /// that cannot prove itself is refused. `None`: AuthMethod=None.
+    pub chap: Option<ChapSecrets>,
 }
 
 impl SessionConfig {
@@ -53,7 +61,14 @@ impl SessionConfig {
             initial_r2t: false,
             max_outstanding_r2t: 1,
             isid: next_isid(),
+            chap: None,
         }
+    }
+
+    /// The same configuration, authenticating with `chap`.
+    pub fn with_chap(mut self, chap: ChapSecrets) -> Self {
+        self.chap = Some(chap);
+        self
     }
 
     pub fn offer(&self) -> Offer {

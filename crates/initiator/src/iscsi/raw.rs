@@ -50,7 +50,7 @@ impl RawConnection {
 
     pub fn login_as(&mut self, config: &SessionConfig, kind: SessionType) -> Result<LoginResult, TransportError> {
         let neg = InitiatorNegotiator::new(config.offer(), &config.initiator_name, &config.target_name, kind);
-        let result = login(&mut self.reader, &mut self.writer, config.isid, neg, &self.peer)?;
+        let result = login(&mut self.reader, &mut self.writer, config.isid, neg, config.chap.clone(), &self.peer)?;
         let p = &result.params;
         let digests = Digests { header: p.header_digest, data: p.data_digest };
         self.reader.digests = digests;

@@ -220,16 +220,16 @@ pub struct Session {
 impl Session {
     /// Logs in to `target_name` at `addr` (RFC 7143 §6.3) and starts the reader thread.
     pub fn login<A: ToSocketAddrs>(addr: A, config: SessionConfig) -> Result<Session, TransportError> {
-        let neg = InitiatorNegotiator::new(config.offer(), &config.initiator_name, &config.target_name, SessionType::Normal);
-        Self::start(addr, config.isid, neg)
+        Self::start(addr, config, SessionType::Normal)
     }
 
-    fn start<A: ToSocketAddrs>(addr: A, isid: [u8; 6], neg: InitiatorNegotiator) -> Result<Session, TransportError> {
+    fn start<A: ToSocketAddrs>(addr: A, config: SessionConfig, kind: SessionType) -> Result<Session, TransportError> {
+        let neg = InitiatorNegotiator::new(config.offer(), &config.initiator_name, &config.target_name, kind);
         let (stream, peer) = connect(addr)?;
         let max_recv = neg.params.initiator_max_recv_data_segment_len;
         let mut reader = PduReader::new(stream.try_clone().map_err(|e| io_err(&peer, e))?, max_recv);
         let mut writer = PduWriter::new(stream.try_clone().map_err(|e| io_err(&peer, e))?);
-        let result = login(&mut reader, &mut writer, isid, neg, &peer)?;
+        let result = login(&mut reader, &mut writer, config.isid, neg, config.chap, &peer)?;
         let params = result.params;
         reader.digests.header = params.header_digest;
         reader.digests.data = params.data_digest;
@@ -253,9 +253,13 @@ impl Session {
 
     /// Asks the portal at `addr` for its targets (discovery session, SendTargets=All).
     pub fn discover<A: ToSocketAddrs>(addr: A, initiator_name: &str) -> Result<Vec<DiscoveredTarget>, TransportError> {
-        let config = SessionConfig::new(initiator_name, "");
-        let neg = InitiatorNegotiator::new(config.offer(), initiator_name, "", SessionType::Discovery);
-        let session = Self::start(addr, config.isid, neg)?;
+        Self::discover_with(addr, SessionConfig::new(initiator_name, ""))
+    }
+
+    /// [`Session::discover`] with a full configuration (CHAP credentials, say); the target
+    /// name in `config` is not used.
+    pub fn discover_with<A: ToSocketAddrs>(addr: A, config: SessionConfig) -> Result<Vec<DiscoveredTarget>, TransportError> {
+        let session = Self::start(addr, config, SessionType::Discovery)?;
         let text = session.text(&[("SendTargets", "All")])?;
         let pairs = parse_text(&text).map_err(|e| proto(&session.inner.peer, e.to_string()))?;
         let mut out: Vec<DiscoveredTarget> = Vec::new();

@@ -1,6 +1,7 @@
-//! Login-phase logic (RFC 7143 §6, §13): the key table, negotiated parameters and the pure
-//! negotiators both sides run.
+//! Login-phase logic (RFC 7143 §6, §12, §13): the key table, negotiated parameters, the pure
+//! negotiators both sides run, and the security stage ([`auth`]).
 
+pub mod auth;
 pub mod keys;
 pub mod negotiate;
 pub mod params;

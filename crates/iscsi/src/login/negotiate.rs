@@ -4,6 +4,7 @@
 
 use thiserror::Error;
 
+use super::auth::is_security_key;
 use super::keys::*;
 use super::params::{DigestKind, Offer, SessionParams, SessionType};
 use crate::text::{find, KeyValue};
@@ -121,6 +122,10 @@ impl TargetNegotiator {
     }
 
     fn answer(&mut self, key: &str, value: &str) -> Option<String> {
+        if is_security_key(key) {
+            // Answered by the security stage (`auth::TargetAuth`).
+            return None;
+        }
         let Some(spec) = lookup(key) else {
             return Some(match key {
                 IF_MARK_INT | OF_MARK_INT => IRRELEVANT.to_string(),
@@ -138,10 +143,6 @@ impl TargetNegotiator {
             SESSION_TYPE => {}
             // Only the target declares these.
             TARGET_ALIAS | TARGET_ADDRESS | TARGET_PORTAL_GROUP_TAG => return Some(REJECT.to_string()),
-            AUTH_METHOD => {
-                let none = value.split(',').any(|m| m == "None");
-                return Some(if none { "None".to_string() } else { REJECT.to_string() });
-            }
             HEADER_DIGEST | DATA_DIGEST => {
                 let header = key == HEADER_DIGEST;
                 let allowed = if header { &self.offer.header_digests } else { &self.offer.data_digests };
@@ -238,6 +239,14 @@ impl InitiatorNegotiator {
     /// Checks and records the target's answers. Keys answered NotUnderstood, Irrelevant or
     /// Reject keep their RFC defaults.
     pub fn apply(&mut self, pairs: &[KeyValue]) -> Result<(), NegotiationError> {
+        let recorded = self.record(pairs);
+        // Also after a refused answer, so the parameters never break FirstBurstLength <=
+        // MaxBurstLength, whatever stage the answers stopped at.
+        settle(&mut self.params);
+        recorded
+    }
+
+    fn record(&mut self, pairs: &[KeyValue]) -> Result<(), NegotiationError> {
         for (key, value) in pairs {
             let violates = || NegotiationError::Violates { key: key.clone(), value: value.clone() };
             if matches!(value.as_str(), NOT_UNDERSTOOD | IRRELEVANT | REJECT) {
@@ -285,7 +294,6 @@ impl InitiatorNegotiator {
                 }
             }
         }
-        settle(&mut self.params);
         Ok(())
     }
 }

@@ -47,6 +47,8 @@ pub struct StripePolicy {
 pub struct NewFile {
     pub row: InodeRow,
     pub layout: FileLayout,
+    /// The policy tag each object holds, slot by slot.
+    pub policy_tags: Vec<u32>,
 }
 
 /// Why a create step did not make a file. Either way the step is rolled back.
@@ -166,25 +168,27 @@ impl Store {
         Self::add_entry(tx, parent, name, ino, FileType::Regular, now)?;
         insert_inode(tx, &row, Some(stripe.stripe_unit()))?;
         let mut objects = Vec::with_capacity(stripe.stripe_count() as usize);
+        let mut policy_tags = Vec::with_capacity(stripe.stripe_count() as usize);
         let mut empty = Vec::new();
         for slot in 0..stripe.stripe_count() {
             let osd = (start + slot) % policy.osd_count;
-            let Some(ObjectSeq(seq)) = take_precreated(tx, osd)? else {
+            let Some(ObjectSeq { seq, policy_tag }) = take_precreated(tx, osd)? else {
                 empty.push(osd);
                 continue;
             };
             let o = ObjectRef { osd, object_id: object_id(self.server, seq) };
             exec(
                 tx,
-                "INSERT INTO file_objects (ino, slot, osd, object_id) VALUES (?1, ?2, ?3, ?4)",
-                params![ino.0 as i64, slot as i64, o.osd, o.object_id as i64],
+                "INSERT INTO file_objects (ino, slot, osd, object_id, policy_tag) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![ino.0 as i64, slot as i64, o.osd, o.object_id as i64, policy_tag],
             )?;
             objects.push(o);
+            policy_tags.push(policy_tag);
         }
         if !empty.is_empty() {
             return Err(CreateError::PoolEmpty(empty));
         }
-        Ok(NewFile { row, layout: FileLayout { stripe, objects } })
+        Ok(NewFile { row, layout: FileLayout { stripe, objects }, policy_tags })
     }
 
     /// unlink of a non-directory: entry, inode and object rows go, the objects are journaled
@@ -219,6 +223,21 @@ impl Store {
         let objects = load_objects(&self.conn, ino)?;
         let stripe = StripeLayout::new(unit.ok_or(FsError::Io)? as u64, objects.len() as u32).map_err(|_| FsError::Io)?;
         Ok(FileLayout { stripe, objects })
+    }
+
+    /// The policy tag each of a regular file's objects holds, slot by slot.
+    pub fn policy_tags(&self, ino: InodeId) -> Result<Vec<u32>, FsError> {
+        self.check_local(ino)?;
+        let mut stmt = self.conn.prepare_cached("SELECT policy_tag FROM file_objects WHERE ino = ?1 ORDER BY slot").map_err(io)?;
+        let rows = stmt.query_map([ino.0 as i64], |r| Ok(r.get::<_, i64>(0)? as u32)).map_err(io)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(io)
+    }
+
+    /// Records that every object of `ino` now holds policy tag `tag` (after a revocation).
+    pub fn set_policy_tag(&mut self, ino: InodeId, tag: u32) -> Result<(), FsError> {
+        self.check_local(ino)?;
+        exec(&self.conn, "UPDATE file_objects SET policy_tag = ?2 WHERE ino = ?1", params![ino.0 as i64, tag])?;
+        Ok(())
     }
 
     /// Marks a truncate: mtime and ctime move (the lengths live on the objects).

@@ -41,30 +41,37 @@ impl Range {
     }
 }
 
-/// One object sequence taken from a pool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ObjectSeq(pub u64);
+/// The policy/access tag the pools' CREATE sets on every new object (docs/security.md): never 0,
+/// which in a capability means "not checked", so that changing it later revokes capabilities.
+pub const INITIAL_POLICY_TAG: u32 = 1;
 
-/// The lowest ready range of `osd`, if any: (first, next, last).
-fn lowest_ready(conn: &Connection, osd: u32) -> Result<Option<(u64, u64, u64)>, FsError> {
+/// One object sequence taken from a pool, and the policy tag its CREATE set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectSeq {
+    pub seq: u64,
+    pub policy_tag: u32,
+}
+
+/// The lowest ready range of `osd`, if any: (first, next, last, policy tag).
+fn lowest_ready(conn: &Connection, osd: u32) -> Result<Option<(u64, u64, u64, u32)>, FsError> {
     query_opt(
         conn,
-        "SELECT first_seq, next_seq, last_seq FROM precreated WHERE osd = ?1 AND ready = 1 ORDER BY first_seq LIMIT 1",
+        "SELECT first_seq, next_seq, last_seq, policy_tag FROM precreated WHERE osd = ?1 AND ready = 1 ORDER BY first_seq LIMIT 1",
         [osd],
-        |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64)),
+        |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64, r.get::<_, i64>(3)? as u32)),
     )
 }
 
 /// Takes the lowest ready object sequence of `osd` out of its range. The range's key never
 /// changes (an update of `next_seq` in place); a range is deleted when its last object goes.
 pub(crate) fn take_precreated(conn: &Connection, osd: u32) -> Result<Option<ObjectSeq>, FsError> {
-    let Some((first, next, last)) = lowest_ready(conn, osd)? else { return Ok(None) };
+    let Some((first, next, last, policy_tag)) = lowest_ready(conn, osd)? else { return Ok(None) };
     if next >= last {
         exec(conn, "DELETE FROM precreated WHERE osd = ?1 AND first_seq = ?2", params![osd, first as i64])?;
     } else {
         exec(conn, "UPDATE precreated SET next_seq = ?3 WHERE osd = ?1 AND first_seq = ?2", params![osd, first as i64, next as i64 + 1])?;
     }
-    Ok(Some(ObjectSeq(next)))
+    Ok(Some(ObjectSeq { seq: next, policy_tag }))
 }
 
 impl Store {
@@ -85,8 +92,8 @@ impl Store {
         }
         exec(
             &self.conn,
-            "INSERT INTO precreated (osd, first_seq, next_seq, last_seq, ready) VALUES (?1, ?2, ?2, ?3, 0)",
-            params![osd, range.first as i64, range.last as i64],
+            "INSERT INTO precreated (osd, first_seq, next_seq, last_seq, ready, policy_tag) VALUES (?1, ?2, ?2, ?3, 0, ?4)",
+            params![osd, range.first as i64, range.last as i64, INITIAL_POLICY_TAG],
         )?;
         Ok(range)
     }

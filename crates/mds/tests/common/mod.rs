@@ -50,6 +50,7 @@ pub fn config(server_index: u32, cluster: ClusterMap) -> MdsConfig {
         cluster,
         default_stripe: StripeHint { stripe_unit: 64 * 1024, stripe_count: 2, start_osd: None },
         precreate: PrecreateConfig { retry_after: std::time::Duration::ZERO, ..PrecreateConfig::default() },
+        security: None,
     }
 }
 
@@ -85,9 +86,9 @@ impl DataObjects for Faulty {
         objects.iter().try_for_each(|o| self.reach(o.osd))?;
         self.inner.create(objects)
     }
-    fn create_range(&self, osd: u32, first: u64, count: u16) -> Result<(), ObjectsError> {
+    fn create_range(&self, osd: u32, first: u64, count: u16, policy_tag: u32) -> Result<(), ObjectsError> {
         self.reach(osd)?;
-        self.inner.create_range(osd, first, count)?;
+        self.inner.create_range(osd, first, count, policy_tag)?;
         if self.lose_create_answer.load(Ordering::SeqCst) {
             return Err(ObjectsError::Unavailable { osd });
         }
@@ -111,6 +112,14 @@ impl DataObjects for Faulty {
     fn list(&self, osd: u32) -> Result<Vec<u64>, ObjectsError> {
         self.reach(osd)?;
         self.inner.list(osd)
+    }
+    fn set_policy_tag(&self, object: ObjectRef, tag: u32) -> Result<(), ObjectsError> {
+        self.reach(object.osd)?;
+        self.inner.set_policy_tag(object, tag)
+    }
+    fn usage(&self, osd: u32) -> Result<tessera_mds_proto::OsdUsage, ObjectsError> {
+        self.reach(osd)?;
+        self.inner.usage(osd)
     }
 }
 

@@ -11,7 +11,7 @@ use std::os::fd::AsRawFd;
 
 use tessera_iscsi::bhs::RESERVED_TAG;
 use tessera_iscsi::pdu::{tmf_response, DataIn, LogoutResponse, Pdu, ScsiResponse, RESPONSE_COMPLETED};
-use tessera_scsi::{FileDataIn, ScsiOutcome, ScsiStatus, ScsiTask, TmfResult};
+use tessera_scsi::{FileDataIn, MappedDataIn, MappedSegment, ScsiOutcome, ScsiStatus, ScsiTask, TmfResult};
 use tracing::{debug, warn};
 
 use super::conn::{Connection, ReadyTask, Work};
@@ -142,9 +142,10 @@ fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io:
     let expected = task.data_in_len as usize;
     let produced = outcome.data_in_len() as usize;
     let sent = produced.min(expected);
-    let body = match &outcome.data_in_file {
-        Some(file) => Body::File(file),
-        None => Body::Bytes(&outcome.data_in[..sent]),
+    let body = match (&outcome.data_in_file, &outcome.data_in_mapped) {
+        (Some(file), _) => Body::File(file),
+        (None, Some(mapped)) => Body::Mapped(mapped),
+        (None, None) => Body::Bytes(&outcome.data_in[..sent]),
     };
     let mut scratch = Vec::new();
     let (overflow, underflow) = (produced > expected, produced < expected);
@@ -223,6 +224,13 @@ fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io:
                 tx.writer.write_pdu(&pdu, &[&scratch])?;
             }
             Body::File(file) => tx.writer.write_pdu_streamed(&pdu, len, |socket| send_file_range(socket, file, offset as u64, len))?,
+            Body::Mapped(mapped) if tx.writer.digests.data => {
+                // The digest needs the bytes in this process: a guarded copy, never a fault.
+                scratch.resize(len, 0);
+                mapped.read_at(offset as u64, &mut scratch)?;
+                tx.writer.write_pdu(&pdu, &[&scratch])?;
+            }
+            Body::Mapped(mapped) => tx.writer.write_pdu(&pdu, &mapped_slices(mapped, offset as u64, len))?,
         }
         data_sn += 1;
         offset += len;
@@ -238,6 +246,33 @@ fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io:
 enum Body<'a> {
     Bytes(&'a [u8]),
     File(&'a FileDataIn),
+    Mapped(&'a MappedDataIn),
+}
+
+/// Data-In bytes `[at, at + len)` of mapped pieces as slices for one vectored write: the kernel
+/// copies from the mapping into the socket (one copy, as with `sendfile`). Where the object
+/// lost pages since the command ran (a truncate racing the READ, which runs after the object
+/// lock is released, or an I/O error), the kernel's copy fails with EFAULT and the connection
+/// closes: the initiator sees an error, never wrong bytes.
+fn mapped_slices(mapped: &MappedDataIn, at: u64, len: usize) -> Vec<&[u8]> {
+    static ZEROS: [u8; 64 * 1024] = [0u8; 64 * 1024];
+    let base = mapped.memory().as_ptr();
+    let mut out = Vec::new();
+    for s in mapped.slices(at, len) {
+        match s {
+            // SAFETY: MappedDataIn::new checked every segment lies inside the memory, which the
+            // outcome keeps alive while the slices are sent; they are only handed to the kernel.
+            MappedSegment::Memory { offset, len } => out.push(unsafe { std::slice::from_raw_parts(base.add(offset), len) }),
+            MappedSegment::Zeros(mut n) => {
+                while n > 0 {
+                    let k = n.min(ZEROS.len());
+                    out.push(&ZEROS[..k]);
+                    n -= k;
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Sends Data-In bytes `[at, at + len)` of a file-held range with `sendfile(2)`: the page cache

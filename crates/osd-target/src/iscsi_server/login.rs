@@ -1,6 +1,6 @@
-//! The target's login phase (RFC 7143 §6.3, §11.12, §11.13): security stage (AuthMethod=None
-//! only), operational negotiation through [`TargetNegotiator`], then the final response with
-//! the new TSIH. Login PDUs are bounded by the default MaxRecvDataSegmentLength (8192) and the
+//! The target's login phase (RFC 7143 §6.3, §11.12, §11.13): security stage through
+//! [`TargetAuth`] (CHAP when the target has secrets, AuthMethod=None otherwise), operational
+//! negotiation through [`TargetNegotiator`], then the final response with the new TSIH. Login PDUs are bounded by the default MaxRecvDataSegmentLength (8192) and the
 //! text of one stage by `limits::TEXT_LEN_MAX`.
 //!
 //! ```text
@@ -13,13 +13,14 @@ use std::net::TcpStream;
 use std::sync::atomic::Ordering;
 
 use tessera_iscsi::login::keys::{INITIATOR_NAME, TARGET_ALIAS, TARGET_NAME, TARGET_PORTAL_GROUP_TAG};
+use tessera_iscsi::login::auth::{AuthError, Challenge, TargetAuth, CHALLENGE_LEN};
 use tessera_iscsi::login::{SessionParams, SessionType, TargetNegotiator};
 use tessera_iscsi::pdu::{login_status, LoginRequest, LoginResponse, Pdu, STAGE_FULL_FEATURE, STAGE_OPERATIONAL, STAGE_SECURITY};
 use tessera_iscsi::text::{encode_text, find, KeyValue, TextBuffer};
 use tessera_iscsi::{PduReader, PduWriter, ReadError};
 use tessera_scsi::Nexus;
 use tessera_types::limits::{CMD_WINDOW, SESSIONS_MAX};
-use tracing::debug;
+use tracing::{debug, warn};
 
 use super::{ServerShared, PORTAL_GROUP_TAG};
 
@@ -107,6 +108,10 @@ pub(crate) fn login(
         Err(_) => return Ok(None),
     };
     let mut ex = Exchange { writer, first: req.clone() };
+    let Some(challenge) = fresh_challenge() else {
+        return ex.fail(&req, login_status::TARGET_ERROR, "no randomness for a CHAP challenge");
+    };
+    let mut auth = TargetAuth::new(server.config.chap.clone(), challenge);
     let mut neg = TargetNegotiator::new(server.config.offer.clone());
     let mut first_response = true;
     let mut initiator_name: Option<String> = None;
@@ -141,13 +146,13 @@ pub(crate) fn login(
         if req.transit && (req.nsg <= req.csg || req.nsg == 2) {
             return ex.fail(&req, login_status::INITIATOR_ERROR, "bad next stage");
         }
+        if let Some(n) = find(&pairs, INITIATOR_NAME) {
+            initiator_name = Some(n.to_string());
+        }
         let mut answer = match neg.respond(&pairs) {
             Ok(a) => a,
             Err(_) => return ex.fail(&req, login_status::INITIATOR_ERROR, "bad SessionType"),
         };
-        if let Some(n) = find(&pairs, INITIATOR_NAME) {
-            initiator_name = Some(n.to_string());
-        }
         if first_response {
             let Some(_) = &initiator_name else {
                 return ex.fail(&req, login_status::MISSING_PARAMETER, "no InitiatorName");
@@ -168,12 +173,19 @@ pub(crate) fn login(
             }
             first_response = false;
         }
-        let to_ffp = req.transit && req.nsg == STAGE_FULL_FEATURE;
+        let transit = match security_stage(&mut auth, &req, &pairs) {
+            Ok((keys, transit)) => {
+                answer.extend(keys);
+                transit
+            }
+            Err(e) => return refuse_authentication(server, &mut ex, &req, initiator_name.as_deref(), reader, &e),
+        };
+        let to_ffp = transit && req.nsg == STAGE_FULL_FEATURE;
         if req.csg == STAGE_OPERATIONAL || to_ffp {
             answer.extend(neg.declarations());
         }
         if !to_ffp {
-            ex.respond(&req, login_status::SUCCESS, 0, &answer, req.transit)?;
+            ex.respond(&req, login_status::SUCCESS, 0, &answer, transit)?;
             req = match read_login(reader, &mut text)? {
                 Ok(r) => r,
                 Err(why) => return ex.fail(&ex.first.clone(), login_status::INITIATOR_ERROR, why),
@@ -210,4 +222,45 @@ pub(crate) fn login(
             exp_cmd_sn: ex.first.cmd_sn,
         }));
     }
+}
+
+/// The security stage's answer to one request and whether the initiator may move on: in the
+/// security stage the auth keys are answered and the T bit granted only once authenticated;
+/// later stages carry no auth keys and start only after authentication.
+fn security_stage(auth: &mut TargetAuth, req: &LoginRequest, pairs: &[KeyValue]) -> Result<(Vec<KeyValue>, bool), AuthError> {
+    if req.csg == STAGE_SECURITY {
+        let keys = auth.respond(pairs)?;
+        Ok((keys, auth.may_transit(req.transit)?))
+    } else {
+        auth.check_operational(pairs)?;
+        Ok((Vec::new(), req.transit))
+    }
+}
+
+/// A challenge from the operating system's CSPRNG; `None` if it cannot give one.
+fn fresh_challenge() -> Option<Challenge> {
+    let mut random = [0u8; 1 + CHALLENGE_LEN];
+    getrandom::fill(&mut random).ok()?;
+    Some(Challenge::from_random(random))
+}
+
+/// Answers Authentication failure (0x0201), counts it and logs why (never a secret). Loud for
+/// the first failures, then at powers of two, so a flood of bad logins cannot drown the log.
+fn refuse_authentication(
+    server: &ServerShared,
+    ex: &mut Exchange<'_>,
+    req: &LoginRequest,
+    initiator: Option<&str>,
+    reader: &PduReader<TcpStream>,
+    why: &AuthError,
+) -> Result<Option<LoginOutcome>, LoginError> {
+    let count = server.auth_failures.fetch_add(1, Ordering::Relaxed) + 1;
+    let peer = reader.get_ref().peer_addr().map(|a| a.to_string()).unwrap_or_default();
+    let initiator = initiator.unwrap_or("(no InitiatorName)");
+    if count <= 16 || count.is_power_of_two() {
+        warn!(%peer, initiator, count, "iSCSI login refused, authentication failed: {why}");
+    } else {
+        debug!(%peer, initiator, count, "iSCSI login refused, authentication failed: {why}");
+    }
+    ex.fail(req, login_status::AUTHENTICATION_FAILED, "authentication failed")
 }

@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use tessera_iscsi::login::auth::ChapSecrets;
 use tessera_iscsi::login::Offer;
 use tessera_scsi::ScsiDevice;
 use tracing::{debug, info, warn};
@@ -42,6 +43,9 @@ pub struct TargetConfig {
     pub advertised_address: Option<String>,
     /// The most the target accepts for each negotiable key (see [`Offer::default`]).
     pub offer: Offer,
+    /// When set, every login (normal and discovery) must pass CHAP with these secrets
+    /// (docs/security.md, "CHAP at login"); otherwise AuthMethod=None.
+    pub chap: Option<ChapSecrets>,
 }
 
 impl TargetConfig {
@@ -52,6 +56,7 @@ impl TargetConfig {
             alias: None,
             advertised_address: None,
             offer: Offer::default(),
+            chap: None,
         }
     }
 }
@@ -67,6 +72,8 @@ pub(crate) struct ServerShared {
     /// Source of session ids (the TSIH is the low 16 bits, never 0).
     next_session_id: AtomicU64,
     pub sessions: AtomicUsize,
+    /// Logins refused with Authentication failure.
+    pub auth_failures: AtomicU64,
     /// Clones of live sockets so that shutdown can close them.
     connections: Mutex<HashMap<u64, TcpStream>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -94,13 +101,15 @@ impl TargetServer {
     pub fn bind(config: TargetConfig, device: Arc<dyn ScsiDevice>) -> io::Result<TargetServer> {
         let addrs: Vec<SocketAddr> = config.portal.to_socket_addrs()?.collect();
         let listener = TcpListener::bind(&addrs[..])?;
-        info!(portal = %listener.local_addr()?, target = %config.target_name, "iSCSI target listening");
+        let auth = if config.chap.is_some() { "CHAP" } else { "None" };
+        info!(portal = %listener.local_addr()?, target = %config.target_name, auth, "iSCSI target listening");
         let shared = Arc::new(ServerShared {
             config,
             device,
             stopping: AtomicBool::new(false),
             next_session_id: AtomicU64::new(1),
             sessions: AtomicUsize::new(0),
+            auth_failures: AtomicU64::new(0),
             connections: Mutex::new(HashMap::new()),
             threads: Mutex::new(Vec::new()),
         });
@@ -169,6 +178,11 @@ pub struct ServerHandle {
 impl ServerHandle {
     pub fn local_addr(&self) -> Option<SocketAddr> {
         self.addr
+    }
+
+    /// Logins refused so far because authentication failed.
+    pub fn auth_failures(&self) -> u64 {
+        self.shared.auth_failures.load(Ordering::Relaxed)
     }
 
     /// Stops accepting, closes every connection and waits for all server threads.

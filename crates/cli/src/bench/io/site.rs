@@ -89,6 +89,6 @@ impl Site {
 
 fn start_cluster(dir: &TempDir, osds: u32, placement: Placement) -> Result<LocalCluster> {
     let exe = std::env::current_exe().context("finding the tessera executable")?;
-    let spec = ClusterSpec { osds, mds: 1, placement, stripe_unit: STRIPE_UNIT, stripe_count: 0 };
+    let spec = ClusterSpec { placement, stripe_unit: STRIPE_UNIT, stripe_count: 0, ..ClusterSpec::new(osds) };
     LocalCluster::start_spec(&exe, dir.path(), &spec)
 }
