@@ -37,6 +37,7 @@ pub struct Engine {
     /// FORMAT OSD holds this exclusively; every other command shares it.
     pub(crate) epoch: RwLock<()>,
     pub(crate) attr_cache: AttrCache,
+    pub(crate) security_facts: crate::security_facts::SecurityFacts,
     pub(crate) system_id: [u8; 20],
     pub(crate) capacity_bytes: AtomicU64,
     pub(crate) config: EngineConfig,
@@ -119,6 +120,7 @@ impl Engine {
             locks: ObjectLocks::default(),
             epoch: RwLock::new(()),
             attr_cache: AttrCache::default(),
+            security_facts: Default::default(),
             system_id,
             capacity_bytes: AtomicU64::new(capacity),
             config,
@@ -169,6 +171,12 @@ impl Engine {
 
     /// Executes one command. Safe to call from many threads at once.
     pub fn execute(&self, request: &Request<'_>, now_ms: u64) -> Result<Reply, CommandError> {
+        let result = self.execute_command(request, now_ms);
+        self.security_facts.after(request);
+        result
+    }
+
+    fn execute_command(&self, request: &Request<'_>, now_ms: u64) -> Result<Reply, CommandError> {
         let mut cx = Cx::new(request, now_ms);
         if let Command::FormatOsd { capacity_bytes } = request.command {
             return self.format(&mut cx, capacity_bytes);

@@ -25,6 +25,7 @@ mod placements;
 mod query;
 pub mod quotas;
 pub mod security_store;
+mod security_facts;
 pub mod store;
 mod zero_copy;
 
