@@ -45,7 +45,8 @@ pub enum OsdError {
     #[error(transparent)]
     Transport(#[from] TransportError),
     #[error("OSD {peer} refused {service_action:?} on object (partition {partition_id:#x}, object {object_id:#x}): {sense}")]
-    Sense { peer: String, service_action: ServiceAction, partition_id: u64, object_id: u64, sense: Sense },
+    /// The sense is boxed: with its integrity value it is large, and errors travel by value.
+    Sense { peer: String, service_action: ServiceAction, partition_id: u64, object_id: u64, sense: Box<Sense> },
     #[error("OSD {peer} answered {service_action:?} with SCSI status {status:?}")]
     Status { peer: String, service_action: ServiceAction, status: ScsiStatus },
     #[error("cannot encode the request: {0}")]
@@ -266,7 +267,7 @@ impl<T: ScsiTransport> OsdClient<T> {
             (ScsiStatus::CheckCondition, Some(sense)) if sense.key == SenseKey::RecoveredError => Some(sense),
             (ScsiStatus::CheckCondition, Some(sense)) => {
                 let (partition_id, object_id) = object_of(&builder.command);
-                return Err(OsdError::Sense { peer: self.peer(), service_action, partition_id, object_id, sense });
+                return Err(OsdError::Sense { peer: self.peer(), service_action, partition_id, object_id, sense: Box::new(sense) });
             }
             (status, _) => return Err(OsdError::Status { peer: self.peer(), service_action, status }),
         };

@@ -161,7 +161,7 @@ fn hostile_lengths_are_refused_before_allocation() {
     body.push(1); // LOOKUP
     body.extend_from_slice(&1u64.to_be_bytes());
     body.extend_from_slice(&((NAME_LEN_MAX + 1) as u16).to_be_bytes());
-    body.extend(std::iter::repeat(b'a').take(NAME_LEN_MAX + 1));
+    body.extend(std::iter::repeat_n(b'a', NAME_LEN_MAX + 1));
     let err = Frame::decode_body(&body).unwrap_err();
     assert_eq!(err.fs_error(), FsError::NameTooLong);
     assert_eq!(Frame::request_id_of(&body), Some(0));
@@ -179,7 +179,7 @@ fn inode_ids_carry_their_server() {
 #[test]
 fn grants_must_match_their_layout() {
     let layout = FileLayout { stripe: StripeLayout::new(1 << 16, 2).unwrap(), objects: vec![ObjectRef { osd: 0, object_id: 1 }, ObjectRef { osd: 1, object_id: 2 }] };
-    let one = vec![ObjectCredential { capability: [1; 104], key: [2; 32] }];
+    let one = [ObjectCredential { capability: [1; 104], key: [2; 32] }];
     let mut w = wire::Writer::default();
     Reply::Layout { layout: layout.clone(), grant: Vec::new() }.encode(&mut w);
     // Swap the empty grant's count for 1 and append one entry: a count mismatch.

@@ -202,7 +202,7 @@ fn transfers_under_all_negotiations() {
         c.max_outstanding_r2t = 4;
         let s = Session::login(f.addr, c).unwrap();
         let p = s.negotiated().clone();
-        assert_eq!((p.immediate_data, p.initial_r2t, p.max_burst_len), (imm, r2t, max as u32));
+        assert_eq!((p.immediate_data, p.initial_r2t, p.max_burst_len), (imm, r2t, max));
         clear_ua(&s);
         for (i, &len) in sizes.iter().enumerate() {
             if len == 40 << 20 && max < 1 << 20 {

@@ -94,7 +94,7 @@ impl<T: ScsiTransport> OsdClient<T> {
                     .map_err(|source| OsdError::Integrity { peer: self.peer(), service_action, source })
             }
             (ScsiStatus::CheckCondition, Some(sense)) => {
-                Err(OsdError::Sense { peer: self.peer(), service_action, partition_id, object_id: 0, sense })
+                Err(OsdError::Sense { peer: self.peer(), service_action, partition_id, object_id: 0, sense: Box::new(sense) })
             }
             (status, _) => Err(OsdError::Status { peer: self.peer(), service_action, status }),
         }
