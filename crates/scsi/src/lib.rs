@@ -14,4 +14,4 @@ pub use mapped_data_in::{MappedDataIn, MappedMemory, MappedSegment};
 pub use sense::{FieldPointer, OsdObjectSense, Sense, SenseDecodeError, SenseKey};
 pub use status::ScsiStatus;
 pub use task::{FileDataIn, Nexus, ScsiDevice, ScsiOutcome, ScsiTask, TmfResult};
-pub use transport::{DirectTransport, ScsiRequest, ScsiResponse, ScsiTransport, TransportError};
+pub use transport::{DirectTransport, LentResponse, ScsiRequest, ScsiResponse, ScsiTransport, TransportError};

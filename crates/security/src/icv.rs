@@ -113,6 +113,17 @@ impl CapabilityKey {
     pub fn data_in_icv(&self, bytes: &[u8]) -> [u8; ICV_SIZE] {
         self.compute(&[DATA_IN_LABEL, bytes])
     }
+
+    /// [`CapabilityKey::data_in_icv`] over `pieces` end to end (Data-In received in several
+    /// places of the caller's memory).
+    pub fn data_in_icv_pieces(&self, pieces: &[&[u8]]) -> [u8; ICV_SIZE] {
+        let mut mac = self.mac.clone();
+        mac.update(DATA_IN_LABEL);
+        for p in pieces {
+            mac.update(p);
+        }
+        mac.finalize().into_bytes().into()
+    }
 }
 
 #[cfg(test)]
