@@ -134,6 +134,29 @@ fn lent_read_under_cmdrsp() {
     assert_eq!(len, Some(data.len() as u64), "the retrieved attribute arrives beside the lent data");
 }
 
+/// Goal: with many READs in flight on one session, each lands in its own caller's memory,
+/// whichever thread happens to read the socket. Method: 8 threads, each reading its own
+/// ranges into its own slices 20 times, compared byte for byte.
+#[test]
+fn concurrent_lent_reads_land_in_their_own_memory() {
+    let data = pattern(2 << 20, 6);
+    let osd = osd(SecurityMethod::CmdRsp, &data);
+    let c = osd.client(&osd.addr.to_string(), DigestKind::None);
+    std::thread::scope(|scope| {
+        for t in 0..8usize {
+            let (c, data, object) = (&c, &data, osd.object);
+            scope.spawn(move || {
+                for round in 0..20usize {
+                    let (at, len) = ((t * 131_071 + round * 4099) % (1 << 20), 100_000 + t * 10_000);
+                    let mut buf = vec![0xEEu8; len];
+                    c.read_into(object, at as u64, len as u64, DataLayout::Contiguous, &mut slices(&mut buf, &[4096, 17])).unwrap();
+                    assert!(buf == data[at..at + len], "thread {t} round {round}");
+                }
+            });
+        }
+    });
+}
+
 /// Goal: with data digests on, each Data-In PDU's digest is checked over the slices it
 /// landed in. Method: a 3 MiB READ (several PDUs, each spanning slice boundaries).
 #[test]
