@@ -164,7 +164,7 @@ fn lent_read_with_data_digests() {
     let data = pattern(3 << 20, 2);
     let osd = osd(SecurityMethod::CmdRsp, &data);
     let c = osd.client(&osd.addr.to_string(), DigestKind::Crc32c);
-    assert_eq!(c.transport().negotiated().data_digest, true, "data digests negotiated");
+    assert!(c.transport().negotiated().data_digest, "data digests negotiated");
     let mut buf = vec![0u8; data.len()];
     c.read_into(osd.object, 0, data.len() as u64, DataLayout::Contiguous, &mut slices(&mut buf, &[333_333, 7])).unwrap();
     assert!(buf == data);
@@ -266,7 +266,7 @@ fn connection_dropped_mid_data_in_is_an_error() {
     assert!(matches!(err, OsdError::Transport(_)), "a transport error, got {err}");
     assert!(buf[..1 << 20] == data[..1 << 20], "the first PDU had landed before the cut");
     assert!(buf[2 << 20..].iter().all(|b| *b == 0), "nothing past the cut was written");
-    let mut again = vec![0u8; 10];
+    let mut again = [0u8; 10];
     assert!(c.read_into(osd.object, 0, 10, DataLayout::Contiguous, &mut [&mut again[..]]).is_err(), "the session is closed");
 }
 
