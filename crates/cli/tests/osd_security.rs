@@ -271,6 +271,51 @@ fn tampered_data_under_alldata_is_refused() {
     assert_eq!(s.x_contents(), ORIGINAL);
 }
 
+/// Goal: WRITEs large enough to be received straight into the object's file are checked
+/// exactly like small ones: authorized before any byte lands, refusals with the same sense,
+/// replays refused, and under ALLDATA (whose check covers the data) still verified over the
+/// bytes. Each refusal's data is read and dropped, and the session goes on.
+#[test]
+fn large_writes_received_into_place_are_checked_like_small_ones() {
+    let big = |seed: u8| -> Vec<u8> { (0..(1u32 << 20) + 5).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect() };
+    let s = start("cmdrsp");
+    let m = SecurityMethod::CmdRsp;
+    let legit = s.keys.credential(s.x_capability(m)).unwrap();
+    let c = s.session();
+    let first = big(1);
+    let mut enc = write(s.x, 0, &first).encode().unwrap();
+    legit.sign(&mut enc, nonce()).unwrap();
+    assert_eq!(send(&c, &enc, None).status, ScsiStatus::Good);
+    assert_refused(&send(&c, &enc, None), 0x2406, Some(216), "large replay");
+    let read_only = s.keys.object_capability(m, s.pid, s.x.object_id.0, Permissions::READ, now_ms() + HOUR_MS, TAG).unwrap();
+    let second = big(2);
+    let mut enc = write(s.x, 0, &second).encode().unwrap();
+    s.keys.credential(read_only).unwrap().sign(&mut enc, nonce()).unwrap();
+    assert_refused(&send(&c, &enc, None), 0x2400, Some(129), "large write without WRITE permission");
+    let other = big(3);
+    let unsigned = write(s.x, 0, &other).encode().unwrap();
+    assert_refused(&send(&c, &unsigned, None), 0x2400, Some(82), "large write without a capability");
+    // The response integrity value of a placed WRITE verifies (execute_as checks it).
+    let third = big(4);
+    c.execute_as(&write(s.x, 0, &third), &legit).unwrap();
+    let read = OsdRequestBuilder::new(Command::Read { addr: s.x, offset: 0, len: third.len() as u64, layout: DataLayout::Contiguous });
+    assert!(c.execute_as(&read, &legit).unwrap().data == third, "refused WRITEs wrote nothing");
+
+    let s = start("alldata");
+    let legit = s.keys.credential(s.x_capability(SecurityMethod::AllData)).unwrap();
+    let c = s.session();
+    let data = big(5);
+    let mut enc = write(s.x, 0, &data).encode().unwrap();
+    legit.sign(&mut enc, nonce()).unwrap();
+    let mut tampered = enc.data_out_vec();
+    tampered[700_000] ^= 1;
+    assert_refused(&send(&c, &enc, Some(&tampered)), 0x260F, None, "large tampered Data-Out");
+    assert_eq!(s.x_contents(), ORIGINAL);
+    c.execute_as(&write(s.x, 0, &data), &legit).unwrap();
+    let read = OsdRequestBuilder::new(Command::Read { addr: s.x, offset: 0, len: data.len() as u64, layout: DataLayout::Contiguous });
+    assert!(c.execute_as(&read, &legit).unwrap().data == data);
+}
+
 #[test]
 fn the_osd_keeps_its_keys_across_a_restart() {
     let s = start("cmdrsp");

@@ -293,6 +293,11 @@ pub struct SetOutcome {
     pub used_change: i64,
 }
 
+/// True when `sets` changes the logical length of an object of `kind`.
+pub fn sets_logical_length(kind: ObjectKind, sets: &[Attribute]) -> bool {
+    sets.iter().any(|a| matches!(pages::settable(kind, a.id.page, a.id.number), Settable::LogicalLength))
+}
+
 /// Applies a validated set list to `row` inside the caller's write transaction. Logical
 /// length changes truncate or extend the data through `data`.
 pub fn apply_set(

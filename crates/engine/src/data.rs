@@ -39,10 +39,10 @@ fn pieces(layout: &DataLayout, offset: u64, len: u64) -> Vec<Piece> {
 }
 
 /// What a data-changing command did, for the metadata commit.
-struct DataChange {
-    new_len: u64,
-    used_before: u64,
-    used_after: u64,
+pub(crate) struct DataChange {
+    pub new_len: u64,
+    pub used_before: u64,
+    pub used_after: u64,
 }
 
 impl Engine {
@@ -50,9 +50,15 @@ impl Engine {
         self.db.read(|c| self.require(c, addr, &[ObjectKind::User]))
     }
 
+    /// Trims data stored beyond the logical length, except bytes that WRITEs still receiving
+    /// their data have placed there (placements.rs). The caller holds the object lock.
+    pub(crate) fn trim_stale_tail(&self, addr: ObjectAddr, logical_len: u64) -> Result<(), StorageError> {
+        trim_stale_tail(&*self.data, addr, self.placements.keep_up_to(addr, logical_len))
+    }
+
     /// Commits a data change: length, used capacity (object, partition, root), data
     /// modified time, then the set and get lists.
-    fn commit_change(&self, cx: &mut Cx<'_, '_>, row: &ObjectRow, change: DataChange) -> Result<Vec<tessera_osd_proto::RetrievedAttr>, CommandError> {
+    pub(crate) fn commit_change(&self, cx: &mut Cx<'_, '_>, row: &ObjectRow, change: DataChange) -> Result<Vec<tessera_osd_proto::RetrievedAttr>, CommandError> {
         let addr = row.addr;
         cx.current.object = Some((ObjectKind::User, addr));
         cx.current.used_change = Some(change.used_after as i64 - change.used_before as i64);
@@ -68,7 +74,7 @@ impl Engine {
     /// Checks a write ending at `end` against the object length quota, the partition
     /// capacity quota and the formatted capacity. Growth is counted as the bytes beyond the
     /// current logical length (an overwrite costs nothing).
-    fn check_quotas(&self, row: &ObjectRow, end: u64) -> Result<(), CommandError> {
+    pub(crate) fn check_quotas(&self, row: &ObjectRow, end: u64) -> Result<(), CommandError> {
         let addr = row.addr;
         let pid = addr.partition_id.0;
         let exceeded = |quota| CommandError::QuotaExceeded { addr, quota };
@@ -130,7 +136,7 @@ impl Engine {
         let end = list.iter().map(|p| p.object_offset + p.len as u64).max().unwrap_or(offset);
         self.check_quotas(row, end)?;
         if end > row.logical_len {
-            trim_stale_tail(&*self.data, addr, row.logical_len)?;
+            self.trim_stale_tail(addr, row.logical_len)?;
         }
         self.data.write_pieces(addr, &list, data)?;
         if cx.durable {

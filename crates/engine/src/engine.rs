@@ -19,6 +19,7 @@ use crate::attr_cache::AttrCache;
 use crate::locks::ObjectLocks;
 use crate::object::{ObjectKind, ObjectRow};
 use crate::pages::current;
+use crate::placements::Placements;
 use crate::store::file::FileStore;
 use crate::store::ObjectData;
 
@@ -36,10 +37,13 @@ pub struct Engine {
     /// FORMAT OSD holds this exclusively; every other command shares it.
     pub(crate) epoch: RwLock<()>,
     pub(crate) attr_cache: AttrCache,
+    pub(crate) security_facts: crate::security_facts::SecurityFacts,
     pub(crate) system_id: [u8; 20],
     pub(crate) capacity_bytes: AtomicU64,
     pub(crate) config: EngineConfig,
     pub(crate) lists: ListIds,
+    /// WRITEs whose data is arriving straight into object files (placed_write.rs).
+    pub(crate) placements: Arc<Placements>,
     dir: PathBuf,
 }
 
@@ -116,10 +120,12 @@ impl Engine {
             locks: ObjectLocks::default(),
             epoch: RwLock::new(()),
             attr_cache: AttrCache::default(),
+            security_facts: Default::default(),
             system_id,
             capacity_bytes: AtomicU64::new(capacity),
             config,
             lists: ListIds::default(),
+            placements: Arc::default(),
             dir: dir.to_path_buf(),
         })
     }
@@ -165,6 +171,12 @@ impl Engine {
 
     /// Executes one command. Safe to call from many threads at once.
     pub fn execute(&self, request: &Request<'_>, now_ms: u64) -> Result<Reply, CommandError> {
+        let result = self.execute_command(request, now_ms);
+        self.security_facts.after(request);
+        result
+    }
+
+    fn execute_command(&self, request: &Request<'_>, now_ms: u64) -> Result<Reply, CommandError> {
         let mut cx = Cx::new(request, now_ms);
         if let Command::FormatOsd { capacity_bytes } = request.command {
             return self.format(&mut cx, capacity_bytes);
@@ -242,6 +254,10 @@ impl Engine {
     pub(crate) fn finish_in(&self, c: &Connection, cx: &mut Cx<'_, '_>, addr: ObjectAddr, touches: &[Touch]) -> Result<Vec<RetrievedAttr>, CommandError> {
         let mut row = rows::load(c, addr)?.ok_or(CommandError::NoSuchObject { addr, field: CDB_OBJECT_ID })?;
         if !cx.req.set_attrs.is_empty() {
+            if attrs::sets_logical_length(row.kind, &cx.req.set_attrs) {
+                // It may cut bytes a WRITE in flight has placed; that WRITE must not commit them.
+                self.placements.disturb(addr);
+            }
             let outcome = attrs::apply_set(c, &*self.data, &row, &cx.req.set_attrs)?;
             if outcome.length_changed {
                 cx.current.used_change = Some(cx.current.used_change.unwrap_or(0) + outcome.used_change);

@@ -135,6 +135,11 @@ pub enum CommandError {
     /// security layer).
     #[error("service action {0:#06x} is not executed by the engine")]
     Unsupported(u16),
+    /// A WRITE whose data went straight into the object's file lost some of it before it
+    /// could commit: a concurrent logical-length change cut it, or the object was removed and
+    /// created again meanwhile (placed_write.rs).
+    #[error("the data written to {addr} was cut or discarded by a concurrent command")]
+    WriteOvertaken { addr: ObjectAddr },
     #[error(transparent)]
     Storage(#[from] StorageError),
 }
@@ -178,6 +183,9 @@ impl CommandError {
             // INSUFFICIENT RESOURCES (55/03).
             CommandError::IdsExhausted { .. } => Sense::new(SenseKey::IllegalRequest, 0x55, 0x03),
             CommandError::Unsupported(_) => Sense::invalid_opcode().with_field(FieldPointer::cdb(8)),
+            // ABORTED COMMAND, COMMANDS CLEARED BY ANOTHER INITIATOR (2F/00): another command
+            // undid part of this one; sending it again completes it.
+            CommandError::WriteOvertaken { .. } => Sense::new(SenseKey::AbortedCommand, 0x2F, 0x00),
             CommandError::Storage(s) => s.sense(),
         }
     }

@@ -20,9 +20,12 @@ mod list;
 mod locks;
 pub mod object;
 pub mod pages;
+mod placed_write;
+mod placements;
 mod query;
 pub mod quotas;
 pub mod security_store;
+mod security_facts;
 pub mod store;
 mod zero_copy;
 
@@ -34,6 +37,7 @@ pub use security_store::{ObjectSecurity, StoredKey};
 pub use store::file::FileStore;
 pub use store::mem::MemStore;
 pub use store::{MapExtent, ObjectData, Piece};
+pub use placed_write::PlacedWrite;
 pub use zero_copy::{FileRead, MappedRead};
 
 #[cfg(test)]

@@ -94,13 +94,21 @@ impl Engine {
         if i64::try_from(addr.partition_id.0).is_err() || i64::try_from(addr.object_id.0).is_err() {
             return Ok(None);
         }
-        self.db.read(|c| {
+        if let Some(facts) = self.security_facts.get(addr) {
+            return Ok(Some(facts));
+        }
+        let epoch = self.security_facts.epoch();
+        let facts = self.db.read(|c| -> Result<Option<ObjectSecurity>, StorageError> {
             let Some(row) = objects::load(c, addr)? else { return Ok(None) };
             let page = row.kind.page_base() + POLICY_PAGE_REL;
             let tag = attrs::get(c, addr, page, POLICY_ACCESS_TAG)?
                 .and_then(|v| <[u8; 4]>::try_from(v.as_slice()).ok())
                 .map_or(0, u32::from_be_bytes);
             Ok(Some(ObjectSecurity { kind: row.kind, created_ms: row.times.created_ms, policy_tag: tag }))
-        })
+        })?;
+        if let Some(f) = facts {
+            self.security_facts.put(addr, epoch, f);
+        }
+        Ok(facts)
     }
 }

@@ -50,3 +50,26 @@ fn object_facts_follow_the_policy_tag() {
     assert_eq!(osd.engine.object_security(addr).unwrap(), None);
     assert_eq!(osd.engine.object_security(ObjectAddr::new(u64::MAX, 1)).unwrap(), None);
 }
+
+/// Goal: the cached facts never outlive a change. Method: read the facts (filling the cache),
+/// then WRITE (which must not matter), retag, remove and re-create the same id, reading after
+/// each step.
+#[test]
+fn cached_object_facts_follow_retags_and_re_creation() {
+    let osd = Osd::new();
+    let pid = osd.partition();
+    let oid = osd.create(pid);
+    let addr = ObjectAddr::new(pid, oid);
+    osd.set(addr, POLICY_PAGE_REL, POLICY_ACCESS_TAG, &7u32.to_be_bytes()).unwrap();
+    let first = osd.engine.object_security(addr).unwrap().unwrap();
+    assert_eq!(first.policy_tag, 7);
+    osd.write(addr, 0, b"data");
+    assert_eq!(osd.engine.object_security(addr).unwrap(), Some(first), "a WRITE changes no fact");
+    osd.set(addr, POLICY_PAGE_REL, POLICY_ACCESS_TAG, &8u32.to_be_bytes()).unwrap();
+    assert_eq!(osd.engine.object_security(addr).unwrap().unwrap().policy_tag, 8, "a retag is seen at once");
+    osd.ok(&req(Command::Remove { addr }));
+    assert_eq!(osd.engine.object_security(addr).unwrap(), None, "a removed object has no facts");
+    osd.ok(&req(Command::Create { partition_id: pid, requested: Some(oid), count: 1 }));
+    let again = osd.engine.object_security(addr).unwrap().unwrap();
+    assert_eq!(again.policy_tag, 0, "the new object under the old id does not inherit the old tag");
+}

@@ -19,4 +19,4 @@ pub use bhs::{Opcode, BHS_LEN, RESERVED_TAG};
 pub use bytes::pad_len;
 pub use error::{DecodeError, TextError};
 pub use pdu::Pdu;
-pub use stream::{Digests, Incoming, PduReader, PduWriter, ReadError};
+pub use stream::{Digests, Incoming, PduReader, PduWriter, PlaceData, ReadError};

@@ -8,7 +8,7 @@
 //! the header and caller-owned data slices with one vectored write, so read data and write data
 //! are copied by neither side.
 
-use std::io::{self, BufReader, IoSlice, IoSliceMut, Read, Write};
+use std::io::{self, BufRead, BufReader, IoSlice, IoSliceMut, Read, Write};
 
 use thiserror::Error;
 
@@ -68,6 +68,17 @@ impl Incoming {
     }
 }
 
+/// Where [`PduReader::read_data_placed`] puts a data segment.
+pub trait PlaceData<R> {
+    /// Takes segment bytes `[at, at + bytes.len())` that the reader had already buffered.
+    fn put(&mut self, at: usize, bytes: &[u8]);
+
+    /// Moves segment bytes `[at, at + len)` straight from the stream. An error means the stream
+    /// lost its framing (bytes were consumed but not all of them); a failure of the destination
+    /// is not one: the implementation still consumes the `len` bytes and remembers it.
+    fn transfer(&mut self, stream: &mut R, at: usize, len: usize) -> io::Result<()>;
+}
+
 pub struct PduReader<R: Read> {
     inner: BufReader<R>,
     pub digests: Digests,
@@ -77,11 +88,14 @@ pub struct PduReader<R: Read> {
 
 impl<R: Read> PduReader<R> {
     pub fn new(inner: R, max_data_segment_len: u32) -> Self {
-        PduReader {
-            inner: BufReader::with_capacity(READ_BUFFER_LEN, inner),
-            digests: Digests::default(),
-            max_data_segment_len,
-        }
+        Self::with_buffer_len(inner, max_data_segment_len, READ_BUFFER_LEN)
+    }
+
+    /// A reader whose buffer holds `buffer_len` bytes. Reading a header may fill the buffer with
+    /// that much of the data behind it, which then costs one more copy: a reader that places
+    /// large data segments elsewhere ([`PduReader::read_data_placed`]) keeps it small.
+    pub fn with_buffer_len(inner: R, max_data_segment_len: u32, buffer_len: usize) -> Self {
+        PduReader { inner: BufReader::with_capacity(buffer_len, inner), digests: Digests::default(), max_data_segment_len }
     }
 
     pub fn get_ref(&self) -> &R {
@@ -165,6 +179,24 @@ impl<R: Read> PduReader<R> {
                 return Err(ReadError::DataDigest);
             }
         }
+        Ok(())
+    }
+
+    /// Reads the data segment announced by the last header into `place` (the part this reader
+    /// had buffered, then the rest straight from the stream), then its padding. Only without
+    /// data digests: the digest needs the bytes in memory.
+    pub fn read_data_placed(&mut self, len: usize, place: &mut impl PlaceData<R>) -> Result<(), ReadError> {
+        assert!(!self.digests.data, "placed data segments cannot be checked against a data digest");
+        let buffered = self.inner.buffer().len().min(len);
+        if buffered > 0 {
+            place.put(0, &self.inner.buffer()[..buffered]);
+            self.inner.consume(buffered);
+        }
+        if buffered < len {
+            place.transfer(self.inner.get_mut(), buffered, len - buffered).map_err(eof_is_closed)?;
+        }
+        let mut pad = [0u8; 3];
+        self.inner.read_exact(&mut pad[..pad_len(len)]).map_err(eof_is_closed)?;
         Ok(())
     }
 
@@ -363,6 +395,44 @@ mod tests {
         r.read_header().unwrap();
         let (mut a, mut b) = (vec![0u8; 2000], vec![0u8; 2099]);
         assert!(matches!(r.read_data_parts(&mut [&mut a, &mut b]), Err(ReadError::DataDigest)));
+    }
+
+    /// Collects placed bytes by position, and reads transferred ones itself from the stream.
+    struct Collect(Vec<u8>);
+
+    impl<R: Read> PlaceData<R> for Collect {
+        fn put(&mut self, at: usize, bytes: &[u8]) {
+            self.0[at..at + bytes.len()].copy_from_slice(bytes);
+        }
+
+        fn transfer(&mut self, stream: &mut R, at: usize, len: usize) -> io::Result<()> {
+            stream.read_exact(&mut self.0[at..at + len])
+        }
+    }
+
+    #[test]
+    fn placed_segments_arrive_whole_whatever_was_buffered() {
+        let data: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
+        for buffer_len in [16, 64, 500, 4096] {
+            let mut bytes = encode_pdu(&Pdu::NopOut(NopOut::default()), &data[..999], Digests::default());
+            bytes.extend(encode_pdu(&Pdu::NopOut(NopOut { itt: 5, ..Default::default() }), b"next", Digests::default()));
+            let mut r = PduReader::with_buffer_len(&bytes[..], 4096, buffer_len);
+            let inc = r.read_header().unwrap();
+            let mut got = Collect(vec![0; inc.data_segment_len()]);
+            r.read_data_placed(inc.data_segment_len(), &mut got).unwrap();
+            assert_eq!(got.0, &data[..999], "buffer of {buffer_len}");
+            let next = r.read_header().unwrap();
+            assert_eq!(next.pdu.unwrap(), Pdu::NopOut(NopOut { itt: 5, ..Default::default() }), "padding consumed");
+        }
+    }
+
+    #[test]
+    fn a_placed_segment_cut_short_is_a_closed_stream() {
+        let bytes = encode_pdu(&Pdu::NopOut(NopOut::default()), &[1u8; 100], Digests::default());
+        let mut r = PduReader::with_buffer_len(&bytes[..80], 4096, 16);
+        let inc = r.read_header().unwrap();
+        let mut got = Collect(vec![0; inc.data_segment_len()]);
+        assert!(matches!(r.read_data_placed(inc.data_segment_len(), &mut got), Err(ReadError::Closed)));
     }
 
     #[test]

@@ -292,6 +292,14 @@ impl Command {
         }
     }
 
+    /// Bytes of data the command writes (WRITE, CREATE AND WRITE, APPEND); None for the others.
+    pub fn write_len(&self) -> Option<u64> {
+        match self {
+            Command::Write { len, .. } | Command::CreateAndWrite { len, .. } | Command::Append { len, .. } => Some(*len),
+            _ => None,
+        }
+    }
+
     /// True for the FLUSH family, whose byte 10 holds a scope instead of options.
     pub fn is_flush(&self) -> bool {
         matches!(

@@ -52,6 +52,28 @@ const _: () = assert!(CREATE_COUNT_MAX as u32 <= u16::MAX as u32);
 
 /// Decodes and validates one OSD-2 command.
 pub fn decode_request<'a>(cdb: &[u8], data_out: &'a [u8]) -> Result<(Request<'a>, ReplyPlacement), DecodeError> {
+    decode(cdb, data_out, data_out.len() as u64)
+}
+
+/// Decodes a command before its Data-Out has arrived, given only the Data-Out length, for a
+/// target that wants to put the data straight where it belongs. Answers only for commands whose
+/// Data-Out is their data and nothing else (no continuation segment, no set or get list, no
+/// bytes after the data), with the same checks as [`decode_request`] and `data` empty; `None`
+/// for anything else, including commands that do not decode (the caller receives their
+/// Data-Out as usual and [`decode_request`] reports the error).
+pub fn decode_before_data(cdb: &[u8], data_out_len: u64) -> Option<(Request<'static>, ReplyPlacement)> {
+    // With no Data-Out bytes, whatever needs them (a continuation, an attribute list, an
+    // atomic's operands) fails to decode.
+    let (request, placement) = decode(cdb, &[], data_out_len).ok()?;
+    let data_only = request.set_attrs.is_empty()
+        && request.get_attrs == GetAttrs::None
+        && request.command.write_len() == Some(data_out_len);
+    data_only.then_some((request, placement))
+}
+
+/// [`decode_request`] over `data_out_len` bytes of Data-Out of which `data_out` (all of them,
+/// or none) are at hand.
+fn decode<'a>(cdb: &[u8], data_out: &'a [u8], data_out_len: u64) -> Result<(Request<'a>, ReplyPlacement), DecodeError> {
     if let Some(&op) = cdb.first() {
         if op != cdb::OPCODE_VARIABLE_LENGTH {
             return Err(DecodeError::Opcode(op));
@@ -78,11 +100,11 @@ pub fn decode_request<'a>(cdb: &[u8], data_out: &'a [u8]) -> Result<(Request<'a>
 
     let data_start = cont_len;
     let data_end = data_start + shape.data_len;
-    if data_end > data_out.len() as u64 {
-        return Err(DecodeError::ParameterListLength { need: data_end, have: data_out.len() as u64 });
+    if data_end > data_out_len {
+        return Err(DecodeError::ParameterListLength { need: data_end, have: data_out_len });
     }
-    // Both ends are within data_out, so they fit in usize.
-    let data = &data_out[data_start as usize..data_end as usize];
+    // Both ends are within Data-Out, so they fit in usize; empty when the bytes are not at hand.
+    let data = data_out.get(data_start as usize..data_end as usize).unwrap_or_default();
     let command = match shape.command {
         Pending::Done(c) => c,
         Pending::Atomic(addr) => atomic(sa, addr, data).map_err(|e| e.rebased(data_start))?,

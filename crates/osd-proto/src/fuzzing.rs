@@ -3,7 +3,7 @@
 //! Each one must return (any `Result`) for every input; a panic is a bug.
 
 use crate::continuation::{self, DataSpan};
-use crate::{attr_list, builder::OsdRequestBuilder, decode_request, encode_reply, list, read_map, Reply};
+use crate::{attr_list, builder::OsdRequestBuilder, decode_before_data, decode_request, encode_reply, list, read_map, Reply, Request};
 
 /// Splits `data` into a CDB-length prefix and Data-Out, decodes, and when the decode succeeds
 /// checks the round trip through the builder and the reply encoder.
@@ -16,7 +16,15 @@ pub fn decode_request_bytes(data: &[u8]) -> bool {
 /// Decodes `cdb` + `data_out`. When they decode, the request must re-encode and decode to the
 /// same request, and encoding an empty reply must not panic. Returns whether it decoded.
 pub fn decode_cdb_and_data(cdb: &[u8], data_out: &[u8]) -> bool {
-    let Ok((request, placement)) = decode_request(cdb, data_out) else { return false };
+    let early = decode_before_data(cdb, data_out.len() as u64);
+    let Ok((request, placement)) = decode_request(cdb, data_out) else {
+        assert!(early.is_none(), "a command that decodes before its data must decode with it");
+        return false;
+    };
+    if let Some((early, early_placement)) = early {
+        assert_eq!(early, Request { data: &[], ..request.clone() }, "decoding before the data must agree");
+        assert_eq!(early_placement, placement);
+    }
     let _ = encode_reply(&placement, Reply::default(), placement.data_in_len().min(1 << 16) as u32);
     if let Ok(encoded) = OsdRequestBuilder::from_request(&request).encode() {
         let out = encoded.data_out_vec();

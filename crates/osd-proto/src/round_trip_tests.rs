@@ -13,7 +13,7 @@ use tessera_types::ObjectAddr;
 use crate::attr::{AttrId, Attribute, GetAttrs};
 use crate::builder::OsdRequestBuilder;
 use crate::command::*;
-use crate::decode::decode_request;
+use crate::decode::{decode_before_data, decode_request};
 use crate::error::{CdbField, DecodeError, ParamField};
 
 const FIRST: u64 = 0x10000;
@@ -216,6 +216,26 @@ proptest! {
         let tail = runs[1..].to_vec();
         let short = OsdRequestBuilder::new(command).data_pieces(&tail).encode();
         prop_assert!(runs.len() == 1 || short.is_err());
+    }
+
+    /// Before its Data-Out arrives, a command decodes exactly as it will with it, minus the data,
+    /// when its Data-Out is nothing but data; every other command waits for its Data-Out.
+    #[test]
+    fn decode_before_data_agrees_with_decode(spec in spec()) {
+        let req = request(&spec);
+        let encoded = OsdRequestBuilder::from_request(&req).encode().unwrap();
+        let data_out = encoded.data_out_vec();
+        let early = decode_before_data(&encoded.cdb, data_out.len() as u64);
+        let data_only = spec.command.write_len() == Some(data_out.len() as u64)
+            && matches!(spec.command, Command::Write { layout: DataLayout::Contiguous, .. }
+                | Command::CreateAndWrite { layout: DataLayout::Contiguous, .. } | Command::Append { .. })
+            && spec.set_attrs.is_empty()
+            && spec.get_attrs == GetAttrs::None;
+        prop_assert_eq!(early.is_some(), data_only, "{:?}", spec.command);
+        if let Some((early, placement)) = early {
+            prop_assert_eq!(early, Request { data: &[], ..req });
+            prop_assert_eq!(placement, encoded.placement);
+        }
     }
 
     /// Cutting Data-Out anywhere short of what the CDB describes is refused, never a panic.

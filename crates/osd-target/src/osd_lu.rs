@@ -10,24 +10,27 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use tessera_engine::{Engine, StorageError};
+use tessera_engine::{CommandError, Engine, StorageError};
 use tessera_osd_proto::{
     decode_request, encode_reply, AttrId, Command, FlushScope, GetAttrs, Options, Reply, ReplyPlacement, Request,
     RetrievedAttr, ServiceAction, TimestampsControl,
 };
 use tessera_security::key_commands::is_key_command;
-use tessera_scsi::{FileDataIn, Nexus, ScsiOutcome, ScsiTask};
+use tessera_scsi::{FileDataIn, Nexus, PlacedDataOut, ScsiOutcome, ScsiTask};
 use tessera_types::ObjectAddr;
 
 use crate::security_gate::{GateError, SecurityGate, TargetSecurity};
 use crate::spc::{CommandSet, DeviceIdentity};
+
+mod placed_write;
 
 /// OSD peripheral device type (SPC-4 table 51).
 pub const OSD_DEVICE_TYPE: u8 = 0x11;
 
 /// Root-object page (in the root's application range) that reports the target's per-stage
 /// counters: 1 commands, 2 decode ns, 3 engine ns, 4 encode ns, 5 commands security let
-/// through, 6 commands security refused (each 8 bytes, big-endian, cumulative since start).
+/// through, 6 commands security refused, 7 WRITEs whose data was received straight into the
+/// object's file (each 8 bytes, big-endian, cumulative since start).
 /// Read-only; answered here, never stored.
 pub const STATS_PAGE: u32 = 0x9FFF_FF00;
 
@@ -37,6 +40,7 @@ struct StageTimes {
     decode_ns: AtomicU64,
     engine_ns: AtomicU64,
     encode_ns: AtomicU64,
+    placed_writes: AtomicU64,
 }
 
 pub struct OsdCommandSet {
@@ -90,6 +94,7 @@ impl OsdCommandSet {
             t.encode_ns.load(Ordering::Relaxed),
             security.authorized,
             security.refused,
+            t.placed_writes.load(Ordering::Relaxed),
         ];
         let retrieved = values
             .iter()
@@ -147,6 +152,10 @@ impl CommandSet for Arc<OsdCommandSet> {
         gate.finish(&self.engine, &request, &auth, &placement, outcome)
     }
 
+    fn place_data_out(&self, nexus: &Nexus, cdb: &[u8], data_out_len: u64, data_in_len: u32) -> Option<Box<dyn PlacedDataOut>> {
+        self.place_write(nexus, cdb, data_out_len, data_in_len)
+    }
+
     fn lun_reset(&self) {}
 }
 
@@ -182,14 +191,19 @@ impl OsdCommandSet {
             }
         };
         times.engine_ns.fetch_add(nanos_since(t1), Ordering::Relaxed);
+        self.outcome(result, placement, task.data_in_len)
+    }
+
+    /// The engine's answer as SCSI status, sense and Data-In.
+    fn outcome(&self, result: Result<Reply, CommandError>, placement: &ReplyPlacement, data_in_len: u32) -> ScsiOutcome {
         let reply = match result {
             Ok(r) => r,
             Err(e) => return ScsiOutcome::check_condition(e.sense()),
         };
         let t2 = Instant::now();
         let recovered = reply.recovered.clone();
-        let data_in = encode_reply(placement, reply, task.data_in_len);
-        times.encode_ns.fetch_add(nanos_since(t2), Ordering::Relaxed);
+        let data_in = encode_reply(placement, reply, data_in_len);
+        self.times.encode_ns.fetch_add(nanos_since(t2), Ordering::Relaxed);
         match recovered {
             Some(sense) => ScsiOutcome::check_condition_with_data(sense, data_in),
             None => ScsiOutcome::good(data_in),

@@ -163,6 +163,15 @@ impl SecurityGate {
         e.sense()
     }
 
+    /// True when the capability in `cdb` asks for ALLDATA, whose checks cover the Data-Out
+    /// bytes: such a command cannot be authorized before its data has arrived.
+    pub fn needs_data_out(&self, cdb: &[u8]) -> bool {
+        use tessera_osd_proto::cdb::{CAPABILITY, CAPABILITY_LEN};
+        let method = cdb.get(CAPABILITY..CAPABILITY + CAPABILITY_LEN).and_then(|c| tessera_security::Capability::decode(c).ok()).map(|c| c.method);
+        // A missing or malformed capability is refused without looking at any data.
+        method.is_some_and(|m| m >= SecurityMethod::AllData)
+    }
+
     /// Runs the checks on a decoded command; a refusal is the sense to answer with.
     pub fn authorize(&self, engine: &Engine, nexus: &Nexus, task: &ScsiTask<'_>, request: &Request<'_>, now_ms: u64) -> Result<Authorized, Sense> {
         let cdb: &[u8; tessera_osd_proto::cdb::CDB_LEN] = task.cdb.try_into().expect("decode_request accepted a 236-byte CDB");

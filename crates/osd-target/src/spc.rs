@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use tessera_iscsi::lun::encode_lun;
-use tessera_scsi::{Nexus, ScsiDevice, ScsiOutcome, ScsiTask, Sense, SenseKey, TmfResult};
+use tessera_scsi::{Nexus, PlacedDataOut, ScsiDevice, ScsiOutcome, ScsiTask, Sense, SenseKey, TmfResult};
 
 /// The logical unit this front serves.
 pub const LUN0: u64 = 0;
@@ -38,6 +38,10 @@ pub trait CommandSet: Send + Sync + 'static {
     fn peripheral_device_type(&self) -> u8;
     fn identity(&self) -> DeviceIdentity;
     fn execute(&self, nexus: &Nexus, task: &ScsiTask) -> ScsiOutcome;
+    /// See [`ScsiDevice::place_data_out`]; asked only for LUN 0 with no unit attention pending.
+    fn place_data_out(&self, _nexus: &Nexus, _cdb: &[u8], _data_out_len: u64, _data_in_len: u32) -> Option<Box<dyn PlacedDataOut>> {
+        None
+    }
     /// Abort everything in progress (LOGICAL UNIT RESET).
     fn lun_reset(&self);
 }
@@ -247,6 +251,16 @@ impl<C: CommandSet> ScsiDevice for ScsiFront<C> {
             OP_TEST_UNIT_READY => ScsiOutcome::good(Vec::new()),
             _ => self.command_set.execute(nexus, task),
         }
+    }
+
+    fn place_data_out(&self, nexus: &Nexus, lun: u64, cdb: &[u8], data_out_len: u64, data_in_len: u32) -> Option<Box<dyn PlacedDataOut>> {
+        let primary = matches!(cdb.first(), Some(&(OP_INQUIRY | OP_REPORT_LUNS | OP_REQUEST_SENSE | OP_TEST_UNIT_READY)));
+        // A pending unit attention is the answer to the next command: `execute` reports it.
+        let attention = || self.unit_attention.lock().expect("unit attention lock poisoned").get(nexus).is_some_and(Option::is_some);
+        if lun != LUN0 || primary || cdb.len() < 6 || attention() {
+            return None;
+        }
+        self.command_set.place_data_out(nexus, cdb, data_out_len, data_in_len)
     }
 
     fn lun_reset(&self, nexus: &Nexus, lun: u64) -> TmfResult {

@@ -5,12 +5,14 @@
 //! set plugs in above these traits.
 
 pub mod mapped_data_in;
+pub mod placed;
 pub mod sense;
 pub mod status;
 pub mod task;
 pub mod transport;
 
 pub use mapped_data_in::{MappedDataIn, MappedMemory, MappedSegment};
+pub use placed::{Decided, Destination, PlacedDataOut};
 pub use sense::{FieldPointer, OsdObjectSense, Sense, SenseDecodeError, SenseKey};
 pub use status::ScsiStatus;
 pub use task::{FileDataIn, Nexus, ScsiDevice, ScsiOutcome, ScsiTask, TmfResult};

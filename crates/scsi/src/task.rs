@@ -6,7 +6,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
-use crate::{MappedDataIn, Sense, ScsiStatus};
+use crate::{MappedDataIn, PlacedDataOut, Sense, ScsiStatus};
 
 /// One I_T nexus: an initiator port talking to this target (iSCSI: one session). Unit
 /// attention conditions and reservations are kept per nexus.
@@ -153,6 +153,13 @@ pub trait ScsiDevice: Send + Sync + 'static {
 
     /// Executes one command to completion.
     fn execute(&self, nexus: &Nexus, task: &ScsiTask<'_>) -> ScsiOutcome;
+
+    /// Offered when a command arrives, before any of its `data_out_len` bytes of Data-Out: the
+    /// device may take the data straight into place ([`PlacedDataOut`]). `None` (the default)
+    /// leaves the transport to assemble Data-Out in memory and call [`ScsiDevice::execute`].
+    fn place_data_out(&self, _nexus: &Nexus, _lun: u64, _cdb: &[u8], _data_out_len: u64, _data_in_len: u32) -> Option<Box<dyn PlacedDataOut>> {
+        None
+    }
 
     /// LOGICAL UNIT RESET from `nexus`: abort the unit's tasks, and raise a unit attention for
     /// every other nexus.

@@ -45,6 +45,11 @@ impl BenchTarget {
         })
     }
 
+    /// The daemon's process id when this bench started it (its CPU time can then be read).
+    pub fn pid(&self) -> Option<u32> {
+        self._daemon.as_ref().map(Daemon::pid)
+    }
+
     pub fn client(&self) -> Result<OsdClient<Session>> {
         connect(&self.addr, &self.target_name)
     }

@@ -295,6 +295,14 @@ impl ObjectData for FileStore {
         self.existing(addr)
     }
 
+    fn places_writes(&self) -> bool {
+        true
+    }
+
+    fn file_for_write(&self, addr: ObjectAddr) -> Result<Arc<File>, StorageError> {
+        self.create(addr)
+    }
+
     fn mapped(&self, addr: ObjectAddr) -> Result<Option<(Arc<mapped::Mapping>, u64)>, StorageError> {
         let Some(file) = self.existing(addr)?.filter(|_| self.mapped_lists) else { return Ok(None) };
         let stored = file.metadata().map_err(StorageError::io(IoOp::Stat))?.len();

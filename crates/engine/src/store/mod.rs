@@ -36,6 +36,18 @@ pub trait ObjectData: Send + Sync {
         Ok(None)
     }
 
+    /// True when [`ObjectData::file_for_write`] works: the store keeps one file per object.
+    fn places_writes(&self) -> bool {
+        false
+    }
+
+    /// The open file holding the object's bytes, created if the object has no data yet, for a
+    /// target that receives WRITE data straight into it. Only where
+    /// [`ObjectData::places_writes`]; the default refuses.
+    fn file_for_write(&self, _addr: ObjectAddr) -> Result<std::sync::Arc<std::fs::File>, StorageError> {
+        Err(StorageError::Io { op: crate::error::IoOp::Open, source: std::io::ErrorKind::Unsupported.into() })
+    }
+
     /// A mapping of the object's stored bytes and how many there are, for stores that can map
     /// them (a list READ is then sent from it without a copy into a buffer). `None` (the
     /// default) when the store cannot, or the object has no data.

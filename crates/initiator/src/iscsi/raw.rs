@@ -102,6 +102,12 @@ impl RawConnection {
         }
     }
 
+    /// Sends FIN but keeps reading: the target sees the connection end, and
+    /// [`RawConnection::is_closed_by_peer`] then tells when it has closed its side.
+    pub fn shutdown_write(&self) -> io::Result<()> {
+        self.writer.get_ref().shutdown(Shutdown::Write)
+    }
+
     pub fn close(self) {
         let _ = self.writer.get_ref().shutdown(Shutdown::Both);
     }

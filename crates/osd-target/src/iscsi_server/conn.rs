@@ -11,7 +11,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use tessera_iscsi::login::SessionParams;
 use tessera_iscsi::pdu::{Pdu, Reject};
 use tessera_iscsi::{PduReader, PduWriter, BHS_LEN};
-use tessera_scsi::{Nexus, ScsiDevice, Sense};
+use tessera_scsi::{Nexus, PlacedDataOut, ScsiDevice, Sense};
 use tessera_types::limits::CMD_WINDOW;
 use tracing::{debug, info, warn};
 
@@ -59,6 +59,8 @@ pub(crate) struct ReadyTask {
     pub lun: u64,
     pub cdb: Vec<u8>,
     pub data_out: Vec<u8>,
+    /// The device took the Data-Out straight into place (`data_out` is then empty).
+    pub placed: Option<Box<dyn PlacedDataOut>>,
     /// Expected Data-In (the bidirectional read length for bidirectional commands).
     pub data_in_len: u32,
     pub bidi: bool,
@@ -80,8 +82,23 @@ pub(crate) struct Queue {
     pub work: VecDeque<Work>,
     /// ITT of the task the executor is running.
     pub running: Option<u32>,
+    /// The running task's Data-Out was assembled in memory (not placed).
+    pub running_buffered: bool,
     pub closed: bool,
 }
+
+impl Queue {
+    /// True when no task whose Data-Out was assembled in memory (or that has none) is queued
+    /// or running: every task ahead already has its data in place.
+    pub fn only_placed_ahead(&self) -> bool {
+        !(self.running.is_some() && self.running_buffered) && self.work.iter().all(|w| !matches!(w, Work::Task(t) if t.placed.is_none()))
+    }
+}
+
+/// The reader's buffer. Reading a header may pull this much of the data behind it into the
+/// buffer, and those bytes cost one more copy, so it is kept small: large data segments are
+/// read straight into their task's buffer or file.
+const READ_BUFFER_LEN: usize = 16 * 1024;
 
 /// Data-Out buffers at least this large are recycled within a connection.
 pub(crate) const RECYCLED_BUFFER_MIN: usize = 256 * 1024;
@@ -197,7 +214,7 @@ pub(crate) fn run_connection(server: &Arc<ServerShared>, stream: TcpStream) {
             return;
         }
     };
-    let mut reader = PduReader::new(read_half, tessera_iscsi::login::DEFAULT_MAX_RECV_DATA_SEGMENT_LEN);
+    let mut reader = PduReader::with_buffer_len(read_half, tessera_iscsi::login::DEFAULT_MAX_RECV_DATA_SEGMENT_LEN, READ_BUFFER_LEN);
     let mut writer = PduWriter::new(write_half);
     let outcome = match login(server, &mut reader, &mut writer) {
         Ok(Some(o)) => o,

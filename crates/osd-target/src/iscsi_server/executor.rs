@@ -39,6 +39,7 @@ pub(crate) fn run(conn: &Connection) {
                 if let Some(w) = q.work.pop_front() {
                     if let Work::Task(t) = &w {
                         q.running = Some(t.itt);
+                        q.running_buffered = t.placed.is_none();
                     }
                     break w;
                 }
@@ -89,7 +90,7 @@ pub(crate) fn run(conn: &Connection) {
 }
 
 /// Largest command (Data-Out plus Data-In bytes) the reader thread runs itself.
-const INLINE_BYTES_MAX: usize = 64 * 1024;
+pub(crate) const INLINE_BYTES_MAX: usize = 64 * 1024;
 
 /// Hands a ready task to the executor, or runs it right here on the reader thread when it is
 /// small and nothing is queued or running. Why: a GET ATTRIBUTES costs a few microseconds, less
@@ -97,7 +98,9 @@ const INLINE_BYTES_MAX: usize = 64 * 1024;
 /// still go to the executor so the reader can receive the next command's data meanwhile.
 /// Order is kept: a task runs inline only when the executor has nothing before it.
 pub(crate) fn submit(conn: &Connection, task: ReadyTask) -> io::Result<()> {
-    let small = task.data_out.len() + task.data_in_len as usize <= INLINE_BYTES_MAX;
+    // A placed WRITE's data is already stored, but its commit (an SQLite write) is left to the
+    // executor so the reader goes on receiving the next command's data meanwhile.
+    let small = task.placed.is_none() && task.data_out.len() + task.data_in_len as usize <= INLINE_BYTES_MAX;
     {
         let mut q = conn.queue();
         if !(small && q.work.is_empty() && q.running.is_none() && !q.closed) {
@@ -108,6 +111,7 @@ pub(crate) fn submit(conn: &Connection, task: ReadyTask) -> io::Result<()> {
         // Marked running so a TMF arriving meanwhile is answered after this task, as for the
         // executor's own tasks.
         q.running = Some(task.itt);
+        q.running_buffered = true;
     }
     let result = execute(conn, task);
     conn.command_done();
@@ -119,10 +123,12 @@ pub(crate) fn submit(conn: &Connection, task: ReadyTask) -> io::Result<()> {
     result
 }
 
-fn execute(conn: &Connection, task: ReadyTask) -> io::Result<()> {
-    let outcome = match task.failed.clone() {
-        Some(sense) => ScsiOutcome::check_condition(sense),
-        None => conn.device.execute(
+fn execute(conn: &Connection, mut task: ReadyTask) -> io::Result<()> {
+    let outcome = match (task.failed.clone(), task.placed.take()) {
+        // A placed command dropped here unfinished is abandoned by its device.
+        (Some(sense), _) => ScsiOutcome::check_condition(sense),
+        (None, Some(placed)) => placed.finish(),
+        (None, None) => conn.device.execute(
             &conn.nexus,
             &ScsiTask { lun: task.lun, cdb: &task.cdb, data_out: &task.data_out, data_in_len: task.data_in_len },
         ),
@@ -212,6 +218,19 @@ fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io:
                 return tx.writer.write_pdus(&[(&pdu, &[&data[offset..offset + len]]), (&status, &[&sense_bytes])]);
             }
             Body::Bytes(data) => tx.writer.write_pdu(&pdu, &[&data[offset..offset + len]])?,
+            // The same for a small last piece of file or mapped data when a SCSI Response must
+            // follow (sense data: every answer under CMDRSP carries its integrity value there):
+            // copying a few KiB costs less than a second segment and a second wake-up.
+            Body::File(_) | Body::Mapped(_) if last && !status_in_data_in && len <= COALESCE_MAX => {
+                scratch.resize(len, 0);
+                match body {
+                    Body::File(file) => file.read_at(offset as u64, &mut scratch)?,
+                    Body::Mapped(mapped) => mapped.read_at(offset as u64, &mut scratch)?,
+                    Body::Bytes(_) => unreachable!("matched above"),
+                }
+                let status = response(tx.next_stat_sn(), exp_cmd_sn, max_cmd_sn, data_sn + 1);
+                return tx.writer.write_pdus(&[(&pdu, &[&scratch]), (&status, &[&sense_bytes])]);
+            }
             Body::File(file) if tx.writer.digests.data => {
                 scratch.resize(len, 0);
                 file.read_at(offset as u64, &mut scratch)?;
@@ -234,6 +253,9 @@ fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io:
     }
     conn.send_status(|stat_sn, exp_cmd_sn, max_cmd_sn| response(stat_sn, exp_cmd_sn, max_cmd_sn, data_sn), &[&sense_bytes])
 }
+
+/// Largest last Data-In piece copied so it can leave in one write with the SCSI Response.
+const COALESCE_MAX: usize = 64 * 1024;
 
 /// Where a command's Data-In bytes are.
 #[derive(Clone, Copy)]

@@ -12,8 +12,10 @@
 mod conn;
 mod executor;
 mod login;
+mod placement;
 mod r2t;
 mod reader;
+mod splice;
 
 use std::collections::HashMap;
 use std::io;

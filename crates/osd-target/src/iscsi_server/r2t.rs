@@ -7,7 +7,7 @@
 
 use tessera_iscsi::bhs::RESERVED_TAG;
 use tessera_iscsi::pdu::{DataOut, ScsiCommand};
-use tessera_scsi::Sense;
+use tessera_scsi::{PlacedDataOut, Sense};
 
 use super::conn::ReadyTask;
 
@@ -28,7 +28,6 @@ pub(crate) struct R2tPlan {
     pub len: u32,
 }
 
-#[derive(Debug)]
 pub(crate) struct Receiving {
     pub itt: u32,
     /// LUN number (for the device) and wire field (echoed in R2Ts).
@@ -39,6 +38,9 @@ pub(crate) struct Receiving {
     data_in_len: u32,
     bidi: bool,
     buf: Vec<u8>,
+    /// Where the Data-Out goes when the device takes it straight into place (then `buf` stays
+    /// empty).
+    pub placed: Option<Box<dyn PlacedDataOut>>,
     received_total: u32,
     unsolicited_max: u32,
     unsolicited_received: u32,
@@ -62,6 +64,7 @@ impl Receiving {
             data_in_len,
             bidi: cmd.read && cmd.write,
             buf: Vec::new(),
+            placed: None,
             received_total: 0,
             unsolicited_max,
             unsolicited_received: 0,
@@ -99,6 +102,15 @@ impl Receiving {
     pub fn use_buffer(&mut self, buf: Vec<u8>) {
         debug_assert_eq!(buf.len(), self.write_len as usize);
         self.buf = buf;
+    }
+
+    /// Receives the Data-Out into its final place instead of a buffer.
+    pub fn place(&mut self, placed: Box<dyn PlacedDataOut>) {
+        self.placed = Some(placed);
+    }
+
+    pub fn is_placed(&self) -> bool {
+        self.placed.is_some()
     }
 
     /// Records immediate data.
@@ -193,6 +205,7 @@ impl Receiving {
             lun: self.lun,
             cdb: self.cdb,
             data_out: self.buf,
+            placed: self.placed,
             data_in_len: self.data_in_len,
             bidi: self.bidi,
             failed,

@@ -2,8 +2,9 @@
 //! and assembles their Data-Out (immediate data, unsolicited Data-Out up to FirstBurstLength,
 //! then R2T-solicited bursts of MaxBurstLength, at most MaxOutstandingR2T at a time; §4.2.5),
 //! answers NOP-Out, Text, task management and Logout, and rejects malformed PDUs (§11.17).
-//! Data-Out is read straight from the socket into the task's buffer, which grows as data
-//! arrives, never from an unchecked length.
+//! Data-Out is read straight from the socket into the task's buffer, never from an unchecked
+//! length; a plain WRITE the device takes into place (placement.rs) goes from the socket into
+//! the object's file instead.
 
 use std::collections::HashMap;
 use std::io;
@@ -15,13 +16,15 @@ use tessera_iscsi::lun::decode_lun;
 use tessera_iscsi::pdu::*;
 use tessera_iscsi::serial::sn_lt;
 use tessera_iscsi::{DecodeError, Incoming, PduReader, ReadError};
-use tessera_scsi::{Sense, SenseKey};
+use tessera_scsi::{Destination, PlacedDataOut, Sense, SenseKey};
 use tessera_types::limits::TRANSFER_LEN_MAX;
 use tracing::{debug, warn};
 
 use super::conn::RECYCLED_BUFFER_MIN;
 use super::conn::{Connection, Work};
+use super::placement::{FilePlacement, PLACED_WRITE_MIN};
 use super::r2t::{Receiving, R2tPlan};
+use super::splice::SplicePipe;
 
 mod text;
 
@@ -63,10 +66,13 @@ pub(crate) struct Reader<'a> {
     pdus: &'a mut PduReader<TcpStream>,
     tasks: HashMap<u32, Receiving>,
     next_ttt: u32,
+    /// For placed Data-Out; made on first use. `Err` when it could not be made: every WRITE
+    /// is then received into a buffer.
+    pipe: Option<Result<SplicePipe, ()>>,
 }
 
 pub(crate) fn run(conn: &Connection, pdus: &mut PduReader<TcpStream>) {
-    let mut r = Reader { conn, pdus, tasks: HashMap::new(), next_ttt: 1 };
+    let mut r = Reader { conn, pdus, tasks: HashMap::new(), next_ttt: 1, pipe: None };
     loop {
         match r.step() {
             Ok(true) => {}
@@ -182,15 +188,13 @@ impl Reader<'_> {
         let mut task = Receiving::new(&cmd, decode_lun(cmd.lun), write_len, data_in_len, unsolicited_max);
         if write_len as u64 > TRANSFER_LEN_MAX || data_in_len as u64 > TRANSFER_LEN_MAX {
             task.failed = Some(transfer_too_long());
+        } else if let Some(placed) = self.offer_placement(&cmd, task.lun, write_len, data_in_len) {
+            task.place(placed);
         } else if write_len as usize >= RECYCLED_BUFFER_MIN {
             task.use_buffer(self.conn.take_buffer(write_len as usize));
         }
         if data_len > 0 {
-            let res = match task.failed {
-                Some(_) => self.pdus.discard_data(data_len),
-                None => self.pdus.read_data(task.grow(0, data_len)),
-            };
-            match res {
+            match self.read_task_data(&mut task, 0, data_len) {
                 Ok(()) => task.received(0, data_len as u32, false),
                 Err(ReadError::DataDigest) => {
                     // The command cannot be trusted: reject it and forget it (§7.8).
@@ -222,11 +226,7 @@ impl Reader<'_> {
             task.abandon();
             return self.progress(task);
         }
-        let res = match task.failed {
-            Some(_) => self.pdus.discard_data(len),
-            None => self.pdus.read_data(task.grow(d.buffer_offset, len)),
-        };
-        match res {
+        match self.read_task_data(&mut task, d.buffer_offset, len) {
             Ok(()) => {}
             Err(ReadError::DataDigest) => {
                 self.conn.reject(reject_reason::DATA_DIGEST_ERROR, &inc.bhs)?;
@@ -236,6 +236,49 @@ impl Reader<'_> {
         }
         task.received_data_out(&d, len as u32);
         self.progress(task)
+    }
+
+    /// Asks the device to take a WRITE's Data-Out straight into place. Only without data
+    /// digests (the digest needs the bytes in memory; those WRITEs are buffered), for WRITEs
+    /// large enough to gain, and only when every task ahead of this one already has its data in
+    /// place: a buffered task still receiving or waiting for the executor is older, and its data
+    /// must not land after this one's.
+    fn offer_placement(&mut self, cmd: &ScsiCommand, lun: u64, write_len: u32, data_in_len: u32) -> Option<Box<dyn PlacedDataOut>> {
+        let worth = write_len >= PLACED_WRITE_MIN && !self.conn.params.data_digest;
+        if !worth || !self.tasks.values().all(Receiving::is_placed) || !self.conn.queue().only_placed_ahead() {
+            return None;
+        }
+        if self.pipe.is_none() {
+            let made = SplicePipe::new().map_err(|e| warn!(error = %e, "no pipe for placed Data-Out; WRITEs are buffered"));
+            self.pipe = Some(made);
+        }
+        if !matches!(self.pipe, Some(Ok(_))) {
+            return None;
+        }
+        self.conn.device.place_data_out(&self.conn.nexus, lun, &cmd.cdb, write_len as u64, data_in_len)
+    }
+
+    /// Reads `len` Data-Out bytes of `task` at buffer offset `offset` where they belong:
+    /// dropped once the outcome is decided, into the task's file when placed, else into its
+    /// buffer. A file failure decides the outcome; the stream stays framed.
+    fn read_task_data(&mut self, task: &mut Receiving, offset: u32, len: usize) -> Result<(), ReadError> {
+        if task.failed.is_some() {
+            return self.pdus.discard_data(len);
+        }
+        let failure = match task.placed.as_ref().map(|p| p.destination()) {
+            None => return self.pdus.read_data(task.grow(offset, len)),
+            Some(Destination::Discard) => return self.pdus.discard_data(len),
+            Some(Destination::File { file, offset: base }) => {
+                let Some(Ok(pipe)) = &self.pipe else {
+                    unreachable!("a WRITE is placed only once the pipe exists");
+                };
+                let mut place = FilePlacement { pipe, file, base: base + offset as u64, failed: None };
+                self.pdus.read_data_placed(len, &mut place)?;
+                place.failure_sense()
+            }
+        };
+        task.failed = failure;
+        Ok(())
     }
 
     /// Sends the R2Ts a task may have outstanding, or hands it to the executor once its

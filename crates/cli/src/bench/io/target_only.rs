@@ -8,6 +8,11 @@
 //! columns are totals over all rounds; the `*_over_raw` ratios are the median over rounds of each
 //! round's paired ratio, which a drifting machine (CPU power states, other tenants) cannot skew
 //! the way one slow baseline round skews a ratio of totals.
+//!
+//! Beside throughput, the CPU time WRITEs cost per GiB (this process, whose initiator and raw
+//! TCP ends run here, plus the target daemon when this bench started it; the kernel's network
+//! work is charged to them too): other tenants of a shared machine change throughput much more
+//! than they change what a byte costs.
 
 use std::os::unix::fs::FileExt;
 use std::time::Duration;
@@ -19,7 +24,8 @@ use super::super::baseline::RawServer;
 use super::super::report::{percentile, plot_lines, Axes, OutputPaths, Report, Series};
 use super::super::target::BenchTarget;
 use super::super::CommonArgs;
-use super::{time_reps, KIB, MIB};
+use super::super::cpu::total_cpu;
+use super::{cpu_s_per_gib, time_reps, KIB, MIB};
 
 /// Interleaved rounds per transfer size.
 const ROUNDS: usize = 8;
@@ -36,6 +42,7 @@ pub fn run(bytes_per_point: usize, common: &CommonArgs) -> Result<()> {
     let mut raw_client = raw.connect()?;
     let target = BenchTarget::start(common)?;
     let (client, addr) = target.client_with_object()?;
+    let pids: Vec<u32> = target.pid().into_iter().collect();
     // The page-cache baseline: the same transfers as pwrite/pread on a local file beside the
     // OSD's data. A WRITE cannot beat min(network, page cache); this shows which one binds.
     let local_dir = tempfile::Builder::new().prefix("tessera-bench-file-").tempdir()?;
@@ -45,9 +52,12 @@ pub fn run(bytes_per_point: usize, common: &CommonArgs) -> Result<()> {
     report.param("mode", "target-only");
     report.param("bytes_per_point", budget);
     report.param("target", target.addr.clone());
+    report.param("write_cpu_counts_target", !pids.is_empty());
+    report.param("load_average_at_start", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
     let (mut w, mut r, mut rw, mut rr, mut fw) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut ratio_16m = (f64::NAN, f64::NAN);
     let mut ceiling_16m = f64::NAN;
+    let mut cpu_16m = (f64::NAN, f64::NAN);
     for &size in &sizes {
         let reps = (budget / size).clamp(4, 20_000);
         let data: Vec<u8> = (0..size).map(|i| (i * 31 + 7) as u8).collect();
@@ -62,10 +72,16 @@ pub fn run(bytes_per_point: usize, common: &CommonArgs) -> Result<()> {
         let (mut file_write, mut file_read) = (Duration::ZERO, Duration::ZERO);
         let mut file_buf = vec![0u8; size];
         let (mut write_ratios, mut read_ratios) = (Vec::new(), Vec::new());
+        let (mut osd_write_cpu, mut raw_write_cpu) = (Duration::ZERO, Duration::ZERO);
         for _ in 0..rounds {
             let (w0, r0, rw0, rr0) = (osd_write, osd_read, raw_write, raw_read);
+            let cpu0 = total_cpu(&pids)?;
             osd_write += time_reps(per_round, || client.write(addr, 0, &data, false).map_err(Into::into))?;
+            let cpu1 = total_cpu(&pids)?;
             raw_write += time_reps(per_round, || raw_client.write(size).map(|_| ()))?;
+            let cpu2 = total_cpu(&pids)?;
+            osd_write_cpu += cpu1.saturating_sub(cpu0);
+            raw_write_cpu += cpu2.saturating_sub(cpu1);
             osd_read += time_reps(per_round, || {
                 let got = client.read_reusing(addr, 0, size as u64, std::mem::take(&mut read_buf))?.data;
                 anyhow::ensure!(got.len() == size, "short read: {} of {size} bytes", got.len());
@@ -95,9 +111,12 @@ pub fn run(bytes_per_point: usize, common: &CommonArgs) -> Result<()> {
             "file_write_mib_s": mib_s(file_write),
             "file_read_mib_s": mib_s(file_read),
             "write_over_ceiling": mib_s(osd_write) / mib_s(raw_write).min(mib_s(file_write)),
+            "write_cpu_s_per_gib": cpu_s_per_gib(osd_write_cpu, (size * reps) as u64),
+            "raw_write_cpu_s_per_gib": cpu_s_per_gib(raw_write_cpu, (size * reps) as u64),
         });
         if size == 16 * MIB {
             ratio_16m = (write_ratio, read_ratio);
+            cpu_16m = (cpu_s_per_gib(osd_write_cpu, (size * reps) as u64), cpu_s_per_gib(raw_write_cpu, (size * reps) as u64));
             ceiling_16m = mib_s(osd_write) / mib_s(raw_write).min(mib_s(file_write));
         }
         let x = size as f64;
@@ -117,14 +136,19 @@ pub fn run(bytes_per_point: usize, common: &CommonArgs) -> Result<()> {
             "raw_write_mib_s",
             "file_write_mib_s",
             "write_over_raw",
+            "write_cpu_s_per_gib",
+            "raw_write_cpu_s_per_gib",
             "osd_read_mib_s",
             "raw_read_mib_s",
             "read_over_raw",
         ],
     );
+    report.param("load_average_at_end", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
     report.summary("write_over_raw_16MiB", ratio_16m.0);
     report.summary("read_over_raw_16MiB", ratio_16m.1);
     report.summary("write_over_ceiling_16MiB", ceiling_16m);
+    report.summary("write_cpu_s_per_gib_16MiB", cpu_16m.0);
+    report.summary("raw_write_cpu_s_per_gib_16MiB", cpu_16m.1);
     report.summary("goal_16MiB_at_least_70pct", ratio_16m.0 >= 0.7 && ratio_16m.1 >= 0.7);
     report.print_summary();
 

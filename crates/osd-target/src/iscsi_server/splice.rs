@@ -1,0 +1,202 @@
+//! Data-Out from the socket into an object's file without passing through this process:
+//! `splice(2)` socket -> pipe hands over the pages the kernel received into (no copy), pipe ->
+//! file copies them into the page cache (one copy). Raw TCP's receiver copies once too; the
+//! buffered path copies twice (socket -> buffer -> page cache), which on a two-core node is the
+//! difference between about half and most of a raw TCP stream (docs/benchmarks.md).
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// Pipe size asked for: one call moves this much. Linux lets any process grow a pipe to
+/// /proc/sys/fs/pipe-max-size (1 MiB by default); if refused, the default 64 KiB still works.
+const PIPE_LEN: libc::c_int = 1 << 20;
+
+/// A pipe kept per connection for splicing.
+pub(crate) struct SplicePipe {
+    read: OwnedFd,
+    write: OwnedFd,
+    capacity: usize,
+}
+
+/// How a transfer ended when the socket side was fine.
+pub(crate) type FileResult = Result<(), io::Error>;
+
+fn check(rc: libc::ssize_t) -> io::Result<usize> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc as usize)
+    }
+}
+
+impl SplicePipe {
+    pub fn new() -> io::Result<SplicePipe> {
+        let mut fds = [0 as RawFd; 2];
+        // SAFETY: pipe2 writes two descriptors into the array we own.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors were just created and are owned by nobody else.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // SAFETY: fcntl on a descriptor we own, with integer arguments only.
+        unsafe { libc::fcntl(write.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_LEN) };
+        // SAFETY: as above.
+        let capacity = check(unsafe { libc::fcntl(write.as_raw_fd(), libc::F_GETPIPE_SZ) } as libc::ssize_t)?;
+        Ok(SplicePipe { read, write, capacity: capacity.max(4096) })
+    }
+
+    /// Moves exactly `len` bytes from `socket` into `file` at `offset`. `Err` is a socket
+    /// failure (the stream lost its framing); a file failure is `Ok(Err(..))`, returned once the
+    /// rest of the `len` bytes have been read and dropped, so the stream stays framed.
+    pub fn socket_to_file(&self, socket: &mut TcpStream, file: &File, mut offset: u64, len: usize) -> io::Result<FileResult> {
+        let mut left = len;
+        while left > 0 {
+            let n = self.fill(socket, left.min(self.capacity))?;
+            left -= n;
+            if let Err(e) = self.empty_into(file, &mut offset, n) {
+                discard(socket, left)?;
+                return Ok(Err(e));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// Up to `max` bytes socket -> pipe; the pipe is empty before, so this never waits on it.
+    fn fill(&self, socket: &mut TcpStream, max: usize) -> io::Result<usize> {
+        loop {
+            // SAFETY: both descriptors are open for the call; null offsets (a socket and a pipe
+            // have none).
+            let rc = unsafe {
+                libc::splice(socket.as_raw_fd(), std::ptr::null_mut(), self.write.as_raw_fd(), std::ptr::null_mut(), max, libc::SPLICE_F_MOVE)
+            };
+            match check(rc) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Moves the `n` bytes in the pipe into `file` at `*offset`. On failure the pipe is still
+    /// emptied (its bytes dropped), so it is ready for the next transfer.
+    fn empty_into(&self, file: &File, offset: &mut u64, n: usize) -> io::Result<()> {
+        let mut left = n;
+        while left > 0 {
+            let mut off = *offset as libc::loff_t;
+            // SAFETY: both descriptors are open; the kernel reads and advances `off`.
+            let rc = unsafe { libc::splice(self.read.as_raw_fd(), std::ptr::null_mut(), file.as_raw_fd(), &mut off, left, libc::SPLICE_F_MOVE) };
+            match check(rc) {
+                Ok(0) => {
+                    self.drop_bytes(left)?;
+                    return Err(io::ErrorKind::WriteZero.into());
+                }
+                Ok(moved) => {
+                    left -= moved;
+                    *offset += moved as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.drop_bytes(left)?;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads and drops `n` bytes held in the pipe.
+    fn drop_bytes(&self, n: usize) -> io::Result<()> {
+        let mut pipe = File::from(self.read.try_clone()?);
+        io::copy(&mut (&mut pipe).take(n as u64), &mut io::sink()).map(|_| ())
+    }
+}
+
+/// Reads and drops `n` bytes of the socket.
+fn discard(socket: &mut TcpStream, n: usize) -> io::Result<()> {
+    let copied = io::copy(&mut socket.take(n as u64), &mut io::sink())?;
+    if copied != n as u64 {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::net::TcpListener;
+    use std::os::unix::fs::FileExt;
+
+    use super::*;
+
+    fn socket_pair() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        (client, server)
+    }
+
+    #[test]
+    fn moves_exactly_the_asked_bytes_to_the_offset() {
+        let (mut tx, mut rx) = socket_pair();
+        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+        let sender = std::thread::spawn(move || {
+            tx.write_all(&data).unwrap();
+            tx.write_all(b"after").unwrap();
+            data
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let file = File::options().read(true).write(true).create(true).truncate(true).open(dir.path().join("f")).unwrap();
+        let pipe = SplicePipe::new().unwrap();
+        pipe.socket_to_file(&mut rx, &file, 100, 3_000_000).unwrap().unwrap();
+        let data = sender.join().unwrap();
+        let mut got = vec![0u8; 3_000_000];
+        file.read_exact_at(&mut got, 100).unwrap();
+        assert!(got == data);
+        let mut rest = [0u8; 5];
+        rx.read_exact(&mut rest).unwrap();
+        assert_eq!(&rest, b"after", "nothing past the asked length was taken");
+    }
+
+    #[test]
+    fn a_file_failure_still_consumes_the_bytes() {
+        let (mut tx, mut rx) = socket_pair();
+        let sender = std::thread::spawn(move || {
+            tx.write_all(&vec![7u8; 2_000_000]).unwrap();
+            tx.write_all(b"next").unwrap();
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        File::create(&path).unwrap();
+        let read_only = File::open(&path).unwrap();
+        let pipe = SplicePipe::new().unwrap();
+        let failed = pipe.socket_to_file(&mut rx, &read_only, 0, 2_000_000).unwrap();
+        assert!(failed.is_err(), "writing into a read-only file fails");
+        sender.join().unwrap();
+        let mut rest = [0u8; 4];
+        rx.read_exact(&mut rest).unwrap();
+        assert_eq!(&rest, b"next", "the stream is still framed");
+        // The pipe is empty and usable again.
+        let (mut tx, mut rx) = socket_pair();
+        tx.write_all(b"again").unwrap();
+        let file = File::options().read(true).write(true).open(&path).unwrap();
+        pipe.socket_to_file(&mut rx, &file, 0, 5).unwrap().unwrap();
+        let mut got = [0u8; 5];
+        file.read_exact_at(&mut got, 0).unwrap();
+        assert_eq!(&got, b"again");
+    }
+
+    #[test]
+    fn a_closed_socket_is_an_error() {
+        let (mut tx, mut rx) = socket_pair();
+        tx.write_all(&[1u8; 1000]).unwrap();
+        drop(tx);
+        let dir = tempfile::tempdir().unwrap();
+        let file = File::options().read(true).write(true).create(true).truncate(true).open(dir.path().join("f")).unwrap();
+        let pipe = SplicePipe::new().unwrap();
+        let err = pipe.socket_to_file(&mut rx, &file, 0, 5000).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+    }
+}

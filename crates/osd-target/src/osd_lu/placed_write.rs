@@ -1,0 +1,106 @@
+//! Plain WRITEs received straight into the object's file ([`tessera_scsi::PlacedDataOut`]): when
+//! the command arrives, its CDB is decoded and checked, the capability authorized and the engine
+//! prepares the file ([`Engine::begin_placed_write`](tessera_engine::Engine::begin_placed_write));
+//! the transport then puts the Data-Out bytes there as they arrive, and `finish` commits.
+//!
+//! Taken only when nothing is lost by deciding early: the command must decode from its CDB alone
+//! with Data-Out that is all data (no continuation, no attribute lists), and under security its
+//! capability must not ask for ALLDATA (whose integrity value covers the Data-Out bytes). Every
+//! other command, and every CDB that does not decode, goes the buffered way, where `execute`
+//! answers it. A refusal decided here (capability, missing object, quota) is answered once the
+//! data has been read and dropped, exactly as `execute` would have answered it.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tessera_engine::PlacedWrite;
+use tessera_osd_proto::{decode_before_data, ReplyPlacement, Request};
+use tessera_scsi::{Decided, Destination, Nexus, PlacedDataOut, ScsiOutcome, ScsiTask};
+use tessera_security::Authorized;
+
+use super::{nanos_since, now_ms, OsdCommandSet};
+use crate::spc::LUN0;
+
+impl OsdCommandSet {
+    /// See the module doc; `None` sends the command the buffered way.
+    pub(super) fn place_write(self: &Arc<Self>, nexus: &Nexus, cdb: &[u8], data_out_len: u64, data_in_len: u32) -> Option<Box<dyn PlacedDataOut>> {
+        let t0 = Instant::now();
+        let (request, placement) = decode_before_data(cdb, data_out_len)?;
+        if !self.engine.placeable(&request) || self.security.as_ref().is_some_and(|g| g.needs_data_out(cdb)) {
+            return None;
+        }
+        self.times.decode_ns.fetch_add(nanos_since(t0), Ordering::Relaxed);
+        self.times.commands.fetch_add(1, Ordering::Relaxed);
+        let auth = match &self.security {
+            None => None,
+            Some(gate) => {
+                let task = ScsiTask { lun: LUN0, cdb, data_out: &[], data_in_len };
+                match gate.authorize(&self.engine, nexus, &task, &request, now_ms()) {
+                    Ok(auth) => Some(auth),
+                    Err(sense) => return Some(Box::new(Decided(ScsiOutcome::check_condition(sense)))),
+                }
+            }
+        };
+        let t1 = Instant::now();
+        let begun = self.engine.begin_placed_write(&request);
+        self.times.engine_ns.fetch_add(nanos_since(t1), Ordering::Relaxed);
+        let mut placed = OsdPlacedWrite { set: self.clone(), request, placement, data_in_len, auth, write: None };
+        match begun {
+            Ok(write) => {
+                self.times.placed_writes.fetch_add(1, Ordering::Relaxed);
+                placed.write = Some(write);
+                Some(Box::new(placed))
+            }
+            Err(e) => Some(Box::new(Decided(placed.sealed(ScsiOutcome::check_condition(e.sense()))))),
+        }
+    }
+}
+
+struct OsdPlacedWrite {
+    set: Arc<OsdCommandSet>,
+    request: Request<'static>,
+    placement: ReplyPlacement,
+    data_in_len: u32,
+    auth: Option<Authorized>,
+    /// Some until finished; dropped unfinished, it is abandoned.
+    write: Option<PlacedWrite>,
+}
+
+impl OsdPlacedWrite {
+    /// Adds the security answer (response integrity value) as `execute` does.
+    fn sealed(&self, outcome: ScsiOutcome) -> ScsiOutcome {
+        match (&self.set.security, &self.auth) {
+            (Some(gate), Some(auth)) => gate.finish(&self.set.engine, &self.request, auth, &self.placement, outcome),
+            _ => outcome,
+        }
+    }
+}
+
+impl PlacedDataOut for OsdPlacedWrite {
+    fn destination(&self) -> Destination<'_> {
+        match &self.write {
+            Some(w) => Destination::File { file: &w.file, offset: w.offset },
+            None => Destination::Discard,
+        }
+    }
+
+    fn finish(mut self: Box<Self>) -> ScsiOutcome {
+        let Some(write) = self.write.take() else {
+            unreachable!("an OsdPlacedWrite without a write is never handed out");
+        };
+        let t = Instant::now();
+        let result = self.set.engine.finish_placed_write(write, &self.request, now_ms());
+        self.set.times.engine_ns.fetch_add(nanos_since(t), Ordering::Relaxed);
+        let outcome = self.set.outcome(result, &self.placement, self.data_in_len);
+        self.sealed(outcome)
+    }
+}
+
+impl Drop for OsdPlacedWrite {
+    fn drop(&mut self) {
+        if let Some(write) = self.write.take() {
+            self.set.engine.abandon_placed_write(write);
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! Goal: large plain WRITEs whose Data-Out the target receives straight into the object's file
+//! move exactly the right bytes under every way Data-Out can arrive (immediate data,
+//! unsolicited Data-Out, R2T bursts with several outstanding, pipelined commands whose bursts
+//! interleave), with header digests on, while growing the object; with data digests on they
+//! take the buffered path. A WRITE cut off mid-Data-Out (connection dropped, a header digest
+//! error, ABORT TASK) leaves length and used capacity describing the object's file.
+//!
+//! Method: the real target (iSCSI server, OSD command set, engine on SQLite and files in a temp
+//! directory) on a loopback socket, driven by Tessera's initiator: its OSD client for whole
+//! WRITEs, its raw connection to stop a WRITE half-way. The target's statistics page counts
+//! placed WRITEs, which shows which path each case took.
+
+use std::net::SocketAddr;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tempfile::TempDir;
+use tessera_engine::{Engine, EngineConfig};
+use tessera_initiator::iscsi::{RawConnection, Session, SessionConfig};
+use tessera_initiator::osd_client::OsdClient;
+use tessera_iscsi::bhs::RESERVED_TAG;
+use tessera_iscsi::login::DigestKind;
+use tessera_iscsi::pdu::*;
+use tessera_iscsi::Digests;
+use tessera_osd_proto::{AttrId, Command, DataLayout, OsdRequestBuilder};
+use tessera_target::iscsi_server::{ServerHandle, TargetConfig, TargetServer};
+use tessera_target::osd_lu::{OsdCommandSet, STATS_PAGE};
+use tessera_target::spc::ScsiFront;
+use tessera_types::ObjectAddr;
+
+const TARGET: &str = "iqn.2026-11.org.tessera:placed";
+const INITIATOR: &str = "iqn.2026-11.org.tessera:placed-test";
+const INFO: u32 = 1;
+const USED: u32 = 0x81;
+const LENGTH: u32 = 0x82;
+const PLACED_WRITES: u32 = 7;
+
+struct Fixture {
+    handle: Option<ServerHandle>,
+    addr: SocketAddr,
+    dir: TempDir,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            h.shutdown();
+        }
+    }
+}
+
+fn start() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(dir.path(), EngineConfig::default()).unwrap();
+    let device = Arc::new(ScsiFront::new(Arc::new(OsdCommandSet::new(engine))));
+    let server = TargetServer::bind(TargetConfig::new(TARGET, "127.0.0.1:0"), device).unwrap();
+    let addr = server.local_addr().unwrap();
+    Fixture { handle: Some(server.spawn()), addr, dir }
+}
+
+impl Fixture {
+    fn client(&self, config: SessionConfig) -> OsdClient<Session> {
+        OsdClient::new(Session::login(self.addr, config).unwrap(), 0)
+    }
+
+    fn object_file(&self, obj: ObjectAddr) -> PathBuf {
+        self.dir.path().join("objects").join(format!("{:x}", obj.partition_id.0)).join(format!("{:x}", obj.object_id.0))
+    }
+}
+
+fn config() -> SessionConfig {
+    SessionConfig::new(INITIATOR, TARGET)
+}
+
+fn pattern(len: usize, seed: u32) -> Vec<u8> {
+    (0..len as u32).map(|i| (i.wrapping_mul(2654435761).wrapping_add(seed) >> 24) as u8).collect()
+}
+
+fn attr(c: &OsdClient<Session>, addr: ObjectAddr, page: u32, number: u32) -> u64 {
+    let got = c.get_attributes(addr, &[AttrId::new(page, number)]).unwrap();
+    let v = got[0].value.as_ref().unwrap_or_else(|| panic!("{page:#x}/{number:#x} undefined"));
+    v.iter().fold(0u64, |acc, b| (acc << 8) | *b as u64)
+}
+
+fn placed_writes(c: &OsdClient<Session>) -> u64 {
+    let page = c.get_attribute_page(ObjectAddr::ROOT, STATS_PAGE).unwrap();
+    let found = page.iter().find(|a| a.id.number == PLACED_WRITES).and_then(|a| a.value.as_ref()).expect("placed WRITEs counter");
+    u64::from_be_bytes(found.as_slice().try_into().expect("8 bytes"))
+}
+
+fn new_object(c: &OsdClient<Session>) -> ObjectAddr {
+    let pid = c.create_partition(None).unwrap();
+    ObjectAddr::new(pid, c.create_one(pid).unwrap())
+}
+
+/// Stored bytes never run past the logical length, and the used capacity is what the file
+/// holds.
+fn is_consistent(f: &Fixture, c: &OsdClient<Session>, obj: ObjectAddr) -> bool {
+    let meta = std::fs::metadata(f.object_file(obj)).unwrap();
+    meta.len() <= attr(c, obj, INFO, LENGTH) && attr(c, obj, INFO, USED) == meta.blocks() * 512
+}
+
+/// Writes `data` at `offset` into the model and the object.
+fn write(c: &OsdClient<Session>, obj: ObjectAddr, model: &mut Vec<u8>, offset: usize, data: &[u8], one_command: bool) {
+    if one_command {
+        c.write_layout(obj, offset as u64, data, DataLayout::Contiguous, false).unwrap();
+    } else {
+        c.write(obj, offset as u64, data, false).unwrap();
+    }
+    if model.len() < offset + data.len() {
+        model.resize(offset + data.len(), 0);
+    }
+    model[offset..offset + data.len()].copy_from_slice(data);
+}
+
+#[test]
+fn placed_writes_round_trip_under_every_negotiation() {
+    let f = start();
+    // (name, immediate data, initial R2T, first burst, max burst, segment, outstanding R2Ts,
+    //  header digest, data digest)
+    let cases = [
+        ("immediate and unsolicited", true, false, (16 << 20) - 1, (16 << 20) - 1, 1 << 20, 1, false, false),
+        ("unsolicited Data-Out, then R2Ts", false, false, 256 << 10, 1 << 20, 64 << 10, 1, false, false),
+        ("immediate data, then R2Ts", true, true, 64 << 10, 256 << 10, 256 << 10, 4, false, false),
+        ("R2Ts only, odd bursts", false, true, 64 << 10, 100_003, 8 << 10, 2, false, false),
+        ("header digests", true, false, 512 << 10, 1 << 20, 128 << 10, 2, true, false),
+        ("data digests (buffered)", true, false, 512 << 10, 1 << 20, 128 << 10, 2, true, true),
+    ];
+    for (name, imm, r2t, first, max, segment, outstanding, header_digest, data_digest) in cases {
+        let mut cfg = config();
+        cfg.immediate_data = imm;
+        cfg.initial_r2t = r2t;
+        cfg.first_burst_len = first;
+        cfg.max_burst_len = max;
+        cfg.max_recv_data_segment_len = segment;
+        cfg.max_outstanding_r2t = outstanding;
+        cfg.header_digest = if header_digest { DigestKind::Crc32c } else { DigestKind::None };
+        cfg.data_digest = if data_digest { DigestKind::Crc32c } else { DigestKind::None };
+        let c = f.client(cfg);
+        let _ = c.get_attributes(ObjectAddr::ROOT, &[AttrId::new(INFO, 1)]); // the power-on unit attention
+        let obj = new_object(&c);
+        let placed_before = placed_writes(&c);
+        let mut model = Vec::new();
+        // Growing the object, then overwriting inside it, in single commands and in the
+        // client's pipelined 1 MiB pieces (several commands whose Data-Out interleaves).
+        write(&c, obj, &mut model, 0, &pattern(300_001, 1), true);
+        write(&c, obj, &mut model, 300_001, &pattern((1 << 20) + 3, 2), true);
+        write(&c, obj, &mut model, 2 << 20, &pattern((5 << 20) + 1, 3), false);
+        write(&c, obj, &mut model, 123_457, &pattern(777_777, 4), true);
+        write(&c, obj, &mut model, 100, &pattern(3 << 20, 5), false);
+        let got = c.read(obj, 0, model.len() as u64).unwrap();
+        assert!(got.data == model, "{name}: bytes differ");
+        assert_eq!(attr(&c, obj, INFO, LENGTH), model.len() as u64, "{name}");
+        assert!(is_consistent(&f, &c, obj), "{name}");
+        let placed = placed_writes(&c) - placed_before;
+        if data_digest {
+            assert_eq!(placed, 0, "{name}: data digests need the bytes in memory");
+        } else {
+            // Twelve commands; the 1-byte tail piece of the 5 MiB + 1 WRITE is too small to place.
+            assert_eq!(placed, 11, "{name}: WRITEs placed");
+        }
+    }
+}
+
+/// A raw session: logged in, unit attention cleared, ready for hand-built PDUs.
+struct Raw {
+    conn: RawConnection,
+    cmd_sn: u32,
+    next_itt: u32,
+}
+
+impl Raw {
+    fn login(addr: SocketAddr, header_digest: bool) -> Raw {
+        let mut conn = RawConnection::connect(addr).unwrap();
+        let mut cfg = config();
+        if header_digest {
+            cfg.header_digest = DigestKind::Crc32c;
+        }
+        let login = conn.login(&cfg).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut raw = Raw { conn, cmd_sn: login.cmd_sn, next_itt: 1 };
+        raw.test_unit_ready(); // answered with the power-on unit attention
+        raw
+    }
+
+    fn itt(&mut self) -> u32 {
+        self.next_itt += 1;
+        self.next_itt
+    }
+
+    fn test_unit_ready(&mut self) {
+        let itt = self.itt();
+        self.command(itt, vec![0u8; 16], 0, true, &[]);
+        self.response(itt);
+    }
+
+    fn command(&mut self, itt: u32, cdb: Vec<u8>, write_len: u32, final_bit: bool, immediate: &[u8]) {
+        let pdu = Pdu::ScsiCommand(ScsiCommand {
+            immediate: false,
+            final_bit,
+            read: false,
+            write: write_len > 0,
+            task_attr: 1,
+            lun: 0,
+            itt,
+            expected_data_transfer_length: write_len,
+            cmd_sn: self.cmd_sn,
+            exp_stat_sn: 0,
+            cdb,
+            bidi_read_len: None,
+        });
+        self.cmd_sn += 1;
+        self.conn.send_pdu(&pdu, immediate).unwrap();
+    }
+
+    fn data_out(itt: u32, offset: u32, final_bit: bool) -> Pdu {
+        Pdu::DataOut(DataOut { final_bit, lun: 0, itt, ttt: RESERVED_TAG, exp_stat_sn: 0, data_sn: 0, buffer_offset: offset })
+    }
+
+    /// Waits for the SCSI Response (or TMF response) to `itt`, skipping anything else.
+    fn response(&mut self, itt: u32) -> Pdu {
+        loop {
+            let reply = self.conn.recv().unwrap();
+            match reply.pdu.unwrap() {
+                Pdu::ScsiResponse(r) if r.itt == itt => return Pdu::ScsiResponse(r),
+                Pdu::TaskMgmtResponse(r) if r.itt == itt => return Pdu::TaskMgmtResponse(r),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A WRITE of `len` bytes at `offset`: its CDB (NOSEC).
+fn write_cdb(obj: ObjectAddr, offset: u64, len: u64) -> Vec<u8> {
+    let data = vec![0u8; len as usize];
+    let encoded = OsdRequestBuilder::new(Command::Write { addr: obj, offset, len, layout: DataLayout::Contiguous }).data(&data).encode().unwrap();
+    encoded.cdb.to_vec()
+}
+
+/// How a WRITE is cut off half-way.
+#[derive(Clone, Copy, Debug)]
+enum Cut {
+    /// The connection closes in the middle of a data segment.
+    Dropped,
+    /// A Data-Out header with a bad header digest: the target closes the connection.
+    BadHeaderDigest,
+}
+
+fn cut_off_write(cut: Cut) {
+    let f = start();
+    let c = f.client(config());
+    let _ = c.get_attributes(ObjectAddr::ROOT, &[AttrId::new(INFO, 1)]);
+    let obj = new_object(&c);
+    let old = pattern(100_000, 7);
+    c.write(obj, 0, &old, false).unwrap();
+    let placed_before = placed_writes(&c);
+
+    // A 4 MiB WRITE from offset 50,000: 1 MiB of immediate data, one 1 MiB unsolicited
+    // Data-Out, then the third is cut off.
+    let new = pattern(4 << 20, 8);
+    let mut raw = Raw::login(f.addr, matches!(cut, Cut::BadHeaderDigest));
+    let itt = raw.itt();
+    raw.command(itt, write_cdb(obj, 50_000, new.len() as u64), new.len() as u32, false, &new[..1 << 20]);
+    raw.conn.send_pdu(&Raw::data_out(itt, 1 << 20, false), &new[1 << 20..2 << 20]).unwrap();
+    let third = Raw::data_out(itt, 2 << 20, false);
+    match cut {
+        Cut::Dropped => {
+            let mut bytes = tessera_iscsi::stream::encode_pdu(&third, &new[2 << 20..3 << 20], raw.conn.digests());
+            bytes.truncate(48 + 300_000);
+            raw.conn.send_raw(&bytes).unwrap();
+            // The target closes its side once it has let go of the connection and its tasks.
+            raw.conn.shutdown_write().unwrap();
+            assert!(raw.conn.is_closed_by_peer(Duration::from_secs(20)), "the target closes the connection");
+        }
+        Cut::BadHeaderDigest => {
+            let mut bytes = tessera_iscsi::stream::encode_pdu(&third, &new[2 << 20..3 << 20], Digests { header: true, data: false });
+            bytes[50] ^= 0xFF; // inside the header digest
+            raw.conn.send_raw(&bytes).unwrap();
+            assert!(raw.conn.is_closed_by_peer(Duration::from_secs(20)), "a header digest error closes the connection");
+        }
+    }
+
+    assert!(is_consistent(&f, &c, obj), "{cut:?}: length and used capacity describe the file");
+    assert_eq!(placed_writes(&c) - placed_before, 1, "{cut:?}: the cut WRITE was a placed one");
+    assert_eq!(attr(&c, obj, INFO, LENGTH), 100_000, "{cut:?}: an unacknowledged WRITE did not grow the object");
+    // Inside the old length, each byte is the old one or the new one (a WRITE that was never
+    // acknowledged may be partly applied); past it, nothing is visible.
+    let got = c.read(obj, 0, 100_000).unwrap().data;
+    assert!(got[..50_000] == old[..50_000], "{cut:?}: bytes before the WRITE changed");
+    assert!((50_000..100_000).all(|i| got[i] == old[i] || got[i] == new[i - 50_000]), "{cut:?}: bytes from nowhere");
+    // Growing the object later shows zeros where the cut WRITE's bytes were.
+    c.write(obj, 5 << 20, b"end", false).unwrap();
+    let got = c.read(obj, 100_000, (5 << 20) - 100_000).unwrap().data;
+    assert!(got.iter().all(|b| *b == 0), "{cut:?}: bytes of the cut WRITE came back past the old length");
+    assert!(is_consistent(&f, &c, obj), "{cut:?}");
+    // And the placed path still works for the next WRITE.
+    let again = pattern(2 << 20, 9);
+    c.write(obj, 0, &again, false).unwrap();
+    assert!(c.read(obj, 0, again.len() as u64).unwrap().data == again);
+}
+
+#[test]
+fn a_write_dropped_mid_data_out_leaves_the_object_consistent() {
+    cut_off_write(Cut::Dropped);
+}
+
+#[test]
+fn a_header_digest_error_mid_data_out_leaves_the_object_consistent() {
+    cut_off_write(Cut::BadHeaderDigest);
+}
+
+#[test]
+fn abort_task_mid_data_out_leaves_the_object_consistent_and_the_session_usable() {
+    let f = start();
+    let c = f.client(config());
+    let _ = c.get_attributes(ObjectAddr::ROOT, &[AttrId::new(INFO, 1)]);
+    let obj = new_object(&c);
+    let placed_before = placed_writes(&c);
+    let mut raw = Raw::login(f.addr, false);
+    let new = pattern(3 << 20, 10);
+    let itt = raw.itt();
+    raw.command(itt, write_cdb(obj, 0, new.len() as u64), new.len() as u32, false, &new[..1 << 20]);
+    let tmf_itt = raw.itt();
+    let abort = Pdu::TaskMgmtRequest(TaskMgmtRequest {
+        immediate: true,
+        function: tmf_function::ABORT_TASK,
+        lun: 0,
+        itt: tmf_itt,
+        referenced_task_tag: itt,
+        cmd_sn: raw.cmd_sn,
+        exp_stat_sn: 0,
+        ref_cmd_sn: raw.cmd_sn - 1,
+        exp_data_sn: 0,
+    });
+    raw.conn.send_pdu(&abort, &[]).unwrap();
+    match raw.response(tmf_itt) {
+        Pdu::TaskMgmtResponse(r) => assert_eq!(r.response, tmf_response::FUNCTION_COMPLETE),
+        other => panic!("expected the TMF response, got {other:?}"),
+    }
+    // The aborted task is gone before the TMF is answered.
+    assert!(is_consistent(&f, &c, obj));
+    assert_eq!(attr(&c, obj, INFO, LENGTH), 0);
+    assert_eq!(placed_writes(&c) - placed_before, 1);
+    // Data-Out still in flight for the aborted task is dropped; the session goes on.
+    raw.conn.send_pdu(&Raw::data_out(itt, 1 << 20, true), &new[1 << 20..2 << 20]).unwrap();
+    let itt = raw.itt();
+    let small = pattern(100_000, 11);
+    raw.command(itt, write_cdb(obj, 0, small.len() as u64), small.len() as u32, true, &small);
+    match raw.response(itt) {
+        Pdu::ScsiResponse(r) => assert_eq!(r.status, 0, "GOOD"),
+        other => panic!("expected the WRITE's response, got {other:?}"),
+    }
+    assert!(c.read(obj, 0, 100_000).unwrap().data == small);
+    assert_eq!(attr(&c, obj, INFO, LENGTH), 100_000);
+    assert!(is_consistent(&f, &c, obj));
+}
