@@ -10,8 +10,9 @@
 //! large and packs them into one buffer first when they are small (seed 003's hybrid; the
 //! threshold is `GATHER_MIN_PIECE_BYTES`, measured in docs/noncontiguous.md).
 //!
-//! Read scatter: the OSD client returns each reply in its own `Vec`, which is copied into the
-//! caller's runs; a scatter list in the client would let the session write Data-In in place.
+//! Read scatter: each command lends its runs of the caller's memory to the session
+//! (`OsdClient::read_into`), which writes every Data-In PDU's bytes straight into them: no
+//! receive buffer, no copy afterwards.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -129,11 +130,10 @@ impl StripedFile<'_> {
             .collect();
         let past_end = AtomicBool::new(false);
         self.run(work, |lease, addr, (cmd, mut dest)| {
-            let result = lease.conn.read_layout(addr, cmd.offset, cmd.len, cmd.layout)?;
-            if result.past_end || (result.data.len() as u64) < cmd.len {
+            let result = lease.conn.read_into(addr, cmd.offset, cmd.len, cmd.layout, &mut dest)?;
+            if result.past_end || result.received < cmd.len {
                 past_end.store(true, Ordering::Relaxed);
             }
-            scatter(&result.data, &mut dest);
             Ok(())
         })?;
         Ok(past_end.into_inner())
@@ -237,16 +237,4 @@ fn split_runs<'b, J>(mem: Vec<&'b mut [u8]>, work: &[SlotWork<(J, Runs)>]) -> Ve
     }
     assert!(carver.is_done(), "buffer runs must cover the memory");
     out
-}
-
-/// Copies `data` across `dest` in order; whatever `data` does not reach is zeroed (a
-/// contiguous READ past the object's end returns fewer bytes).
-fn scatter(data: &[u8], dest: &mut [&mut [u8]]) {
-    let mut from = data;
-    for d in dest.iter_mut() {
-        let n = from.len().min(d.len());
-        d[..n].copy_from_slice(&from[..n]);
-        d[n..].fill(0);
-        from = &from[n..];
-    }
 }

@@ -34,7 +34,7 @@ use tessera_osd_proto::{
 use tessera_scsi::{ScsiRequest, ScsiStatus, ScsiTransport, Sense, SenseKey, TransportError};
 use thiserror::Error;
 
-pub use io::{gathers, ReadResult, GATHER_MIN_PIECE_BYTES};
+pub use io::{gathers, ReadInto, ReadResult, GATHER_MIN_PIECE_BYTES};
 pub use keys::fresh_seed;
 pub use objects::ListParams;
 
@@ -109,6 +109,27 @@ impl OsdReply {
     pub fn attr(&self, id: AttrId) -> Option<&[u8]> {
         self.attrs().iter().find(|a| a.id == id).and_then(|a| a.value.as_deref())
     }
+}
+
+/// Where a command's Data-In is received: a buffer the reply then owns, or memory the caller
+/// lends for the command data (see [`OsdClient::execute_lent`]).
+enum Landing<'m, 'b> {
+    Buffer(Vec<u8>),
+    Lent(&'m mut [&'b mut [u8]]),
+}
+
+/// The first `n` bytes of `parts` end to end, as slices.
+fn prefix<'a>(parts: &'a [&mut [u8]], mut n: usize) -> Vec<&'a [u8]> {
+    let mut out = Vec::new();
+    for p in parts {
+        if n == 0 {
+            break;
+        }
+        let k = n.min(p.len());
+        out.push(&p[..k]);
+        n -= k;
+    }
+    out
 }
 
 /// A typed OSD-2 client for one logical unit.
@@ -228,38 +249,68 @@ impl<T: ScsiTransport> OsdClient<T> {
     /// reply) instead of a fresh allocation.
     pub fn execute_with_buffer(&self, builder: &OsdRequestBuilder<'_>, buffer: Vec<u8>) -> Result<OsdReply, OsdError> {
         let credential = self.credentials.as_ref().and_then(|s| s.credential(&builder.command));
-        self.execute_signed(builder, credential.as_deref(), buffer)
+        self.execute_signed(builder, credential.as_deref(), Landing::Buffer(buffer)).map(|(r, _)| r)
+    }
+
+    /// [`OsdClient::execute`], receiving the command data (Data-In from offset 0) straight
+    /// into `lent`, slices end to end, which must not be longer than the command's data. The
+    /// reply's `data` holds only command data beyond `lent`; also returned: how many bytes of
+    /// `lent` the OSD sent. Nothing is reported as success before the answer's integrity
+    /// values (retrieved attributes, and under ALLDATA every Data-In byte) are verified; on an
+    /// error `lent` holds whatever arrived and must not be used.
+    pub fn execute_lent(&self, builder: &OsdRequestBuilder<'_>, lent: &mut [&mut [u8]]) -> Result<(OsdReply, usize), OsdError> {
+        let credential = self.credentials.as_ref().and_then(|s| s.credential(&builder.command));
+        self.execute_signed(builder, credential.as_deref(), Landing::Lent(lent))
     }
 
     /// [`OsdClient::execute`] signed with `credential`, whatever the client's own source says.
     pub fn execute_as(&self, builder: &OsdRequestBuilder<'_>, credential: &Credential) -> Result<OsdReply, OsdError> {
-        self.execute_signed(builder, Some(credential), Vec::new())
+        self.execute_signed(builder, Some(credential), Landing::Buffer(Vec::new())).map(|(r, _)| r)
     }
 
-    fn execute_signed(&self, builder: &OsdRequestBuilder<'_>, credential: Option<&Credential>, mut buffer: Vec<u8>) -> Result<OsdReply, OsdError> {
+    fn execute_signed(&self, builder: &OsdRequestBuilder<'_>, credential: Option<&Credential>, mut landing: Landing<'_, '_>) -> Result<(OsdReply, usize), OsdError> {
         let service_action = builder.command.service_action();
         let mut attempts = 0;
         // Each attempt is signed afresh: a resent command needs a new nonce.
-        let (encoded, signed, response) = loop {
+        let (encoded, signed, (response, lent_filled)) = loop {
             let mut encoded = builder.encode()?;
             let signed = credential.map(|c| c.sign(&mut encoded, self.nonces.next(now_ms()))).transpose()?;
             let response = {
                 let pieces = encoded.data_out();
                 let request = ScsiRequest { lun: self.lun, cdb: &encoded.cdb, data_out: &pieces, data_in_len: encoded.data_in_len };
-                self.transport.execute_into(&request, std::mem::take(&mut buffer))?
+                match &mut landing {
+                    Landing::Buffer(buffer) => (self.transport.execute_into(&request, std::mem::take(buffer))?, 0),
+                    Landing::Lent(lent) => {
+                        let lent_len: u64 = lent.iter().map(|p| p.len() as u64).sum();
+                        if lent_len > encoded.placement.data_len_max {
+                            return Err(BuildError::DataLength { expected: encoded.placement.data_len_max, got: lent_len }.into());
+                        }
+                        let r = self.transport.execute_lent(&request, lent)?;
+                        (r.response, r.lent_filled)
+                    }
+                }
             };
             attempts += 1;
-            if !is_unit_attention(&response) || attempts > UNIT_ATTENTION_RETRIES {
+            if !is_unit_attention(&response.0) || attempts > UNIT_ATTENTION_RETRIES {
                 break (encoded, signed, response);
             }
-            tracing::debug!(peer = %self.peer(), sense = ?response.sense, "unit attention; resending");
+            tracing::debug!(peer = %self.peer(), sense = ?response.0.sense, "unit attention; resending");
         };
         let mut data_in = response.data_in;
         let completed = response.status == ScsiStatus::Good
             || response.sense.as_ref().is_some_and(|s| s.key == SenseKey::RecoveredError);
+        // With lent memory, `data_in` holds Data-In from offset `lent_len` on.
+        let lent_len = match &landing {
+            Landing::Buffer(_) => 0,
+            Landing::Lent(lent) => lent.iter().map(|p| p.len()).sum(),
+        };
         if let (Some(signed), true) = (&signed, completed) {
+            let filled = match &landing {
+                Landing::Buffer(_) => Vec::new(),
+                Landing::Lent(lent) => prefix(lent, lent_filled),
+            };
             signed
-                .verify(response.status.code(), response.sense.as_ref(), &encoded.placement, &mut data_in)
+                .verify_split(response.status.code(), response.sense.as_ref(), &encoded.placement, &filled, &mut data_in)
                 .map_err(|source| OsdError::Integrity { peer: self.peer(), service_action, source })?;
         }
         let recovered = match (response.status, response.sense) {
@@ -272,7 +323,7 @@ impl<T: ScsiTransport> OsdClient<T> {
             (status, _) => return Err(OsdError::Status { peer: self.peer(), service_action, status }),
         };
         let placement = encoded.placement;
-        let parsed = parse_data_in(&placement, &data_in)
+        let parsed = parse_data_in(&placement.after(lent_len as u64), &data_in)
             .map_err(|source| OsdError::Reply { peer: self.peer(), service_action, source })?;
         let (retrieved, members) = (parsed.retrieved, parsed.members);
         // Command data always starts at Data-In offset 0, so keep the buffer instead of copying
@@ -280,7 +331,7 @@ impl<T: ScsiTransport> OsdClient<T> {
         let data_len = parsed.data.len();
         debug_assert!(data_len == 0 || parsed.data.as_ptr() == data_in.as_ptr());
         data_in.truncate(data_len);
-        Ok(OsdReply { data: data_in, retrieved, members, recovered, placement })
+        Ok((OsdReply { data: data_in, retrieved, members, recovered, placement }, lent_filled))
     }
 
     /// A retrieved attribute as an unsigned integer, or [`OsdError::Missing`].

@@ -61,6 +61,17 @@ impl ReplyPlacement {
             None => self.data_len_max,
         }
     }
+
+    /// The placement of the Data-In bytes from offset `skip` on, for an initiator that
+    /// received the first `skip` bytes of command data elsewhere (`skip <= data_len_max`;
+    /// the retrieved area lies beyond the command data, so it keeps its bytes).
+    pub fn after(&self, skip: u64) -> ReplyPlacement {
+        let skip = skip.min(self.data_len_max);
+        ReplyPlacement {
+            data_len_max: self.data_len_max - skip,
+            retrieved: self.retrieved.map(|r| RetrievedPlacement { offset: r.offset.saturating_sub(skip), ..r }),
+        }
+    }
 }
 
 /// Builds the Data-In buffer: `reply.data_in` (cut at `data_len_max`) at offset 0, then the

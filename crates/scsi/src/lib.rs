@@ -16,4 +16,4 @@ pub use placed::{Decided, Destination, PlacedDataOut};
 pub use sense::{FieldPointer, OsdObjectSense, Sense, SenseDecodeError, SenseKey};
 pub use status::ScsiStatus;
 pub use task::{FileDataIn, Nexus, ScsiDevice, ScsiOutcome, ScsiTask, TmfResult};
-pub use transport::{DirectTransport, ScsiRequest, ScsiResponse, ScsiTransport, TransportError};
+pub use transport::{DirectTransport, LentResponse, ScsiRequest, ScsiResponse, ScsiTransport, TransportError};

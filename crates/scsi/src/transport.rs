@@ -35,6 +35,17 @@ pub struct ScsiResponse {
     pub residual: i64,
 }
 
+/// The answer to [`ScsiTransport::execute_lent`]: Data-In from offset 0 went into the caller's
+/// memory, the rest (a retrieved attribute list, an integrity value) is `response.data_in`,
+/// whose byte 0 is Data-In offset `lent_len` (the lent memory's total length).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LentResponse {
+    pub response: ScsiResponse,
+    /// How many bytes of the lent memory, from its start, the target sent. The rest of it was
+    /// not written.
+    pub lent_filled: usize,
+}
+
 #[derive(Debug, Error)]
 pub enum TransportError {
     #[error("connection to {peer} failed: {source}")]
@@ -72,8 +83,32 @@ pub trait ScsiTransport: Send + Sync {
         self.execute(request)
     }
 
+    /// Like [`ScsiTransport::execute`], receiving Data-In from offset 0 straight into `lent`
+    /// (slices end to end; at most `request.data_in_len` bytes) and only what lies beyond it
+    /// into the response, so a READ's data needs no second copy. On an error the lent memory
+    /// holds whatever arrived and must not be used; the transport never writes to it after
+    /// returning. The default receives into a buffer and copies.
+    fn execute_lent(&self, request: &ScsiRequest<'_>, lent: &mut [&mut [u8]]) -> Result<LentResponse, TransportError> {
+        let mut response = self.execute(request)?;
+        let lent_filled = copy_into(&response.data_in, lent);
+        let lent_len: usize = lent.iter().map(|p| p.len()).sum();
+        response.data_in = response.data_in.get(lent_len..).map(<[u8]>::to_vec).unwrap_or_default();
+        Ok(LentResponse { response, lent_filled })
+    }
+
     /// Where this transport goes, for error messages (e.g. `127.0.0.1:3260`).
     fn peer(&self) -> String;
+}
+
+/// Copies `data` across `parts` in order; returns the bytes copied.
+fn copy_into(data: &[u8], parts: &mut [&mut [u8]]) -> usize {
+    let mut from = data;
+    for p in parts.iter_mut() {
+        let n = from.len().min(p.len());
+        p[..n].copy_from_slice(&from[..n]);
+        from = &from[n..];
+    }
+    data.len() - from.len()
 }
 
 /// An in-process transport that hands commands straight to a [`ScsiDevice`]. The same device

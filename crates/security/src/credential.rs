@@ -138,30 +138,71 @@ impl Signed {
     /// Checks a completed answer (GOOD or RECOVERED ERROR) and, under ALLDATA, cuts the Data-In
     /// ICV off `data_in`.
     pub fn verify(&self, status: u8, sense: Option<&Sense>, placement: &ReplyPlacement, data_in: &mut Vec<u8>) -> Result<(), ResponseError> {
+        self.verify_split(status, sense, placement, &[], data_in)
+    }
+
+    /// [`Signed::verify`] for a Data-In received in two parts: `lent` (its first bytes, in the
+    /// caller's memory, slices end to end, as many as arrived) and `rest` (what followed them),
+    /// from which the Data-In ICV is cut under ALLDATA. Every byte both ICVs cover is checked,
+    /// wherever it was received.
+    pub fn verify_split(&self, status: u8, sense: Option<&Sense>, placement: &ReplyPlacement, lent: &[&[u8]], rest: &mut Vec<u8>) -> Result<(), ResponseError> {
         if self.method < SecurityMethod::CmdRsp {
             return Ok(());
         }
         let Some(sense) = sense else { return Err(ResponseError::MissingIcv(self.method)) };
         let Some(received) = sense.response_icv else { return Err(ResponseError::MissingIcv(self.method)) };
+        let lent_len: usize = lent.iter().map(|p| p.len()).sum();
         let covered = match self.data_in_icv_offset {
             Some(offset) => {
-                let end = offset as usize + ICV_SIZE;
-                if data_in.len() < end {
+                // The ICV lies after all command data, so never in the lent part.
+                let at = usize::try_from(offset).ok().and_then(|o| o.checked_sub(lent_len)).ok_or(ResponseError::DataInIcv)?;
+                let end = at + ICV_SIZE;
+                if rest.len() < end {
                     return Err(ResponseError::DataInIcv);
                 }
-                if !icv_eq(&self.key.data_in_icv(&data_in[..offset as usize]), &data_in[offset as usize..end]) {
+                let pieces: Vec<&[u8]> = lent.iter().copied().chain([&rest[..at]]).collect();
+                if !icv_eq(&self.key.data_in_icv_pieces(&pieces), &rest[at..end]) {
                     return Err(ResponseError::DataInIcv);
                 }
-                offset as usize
+                at
             }
-            None => data_in.len(),
+            None => rest.len(),
         };
         let triplet = [sense.key as u8, sense.asc, sense.ascq];
-        let expected = self.key.response_icv(&self.request_icv, status, triplet, retrieved_area(placement, &data_in[..covered]));
+        let retrieved = if lent.is_empty() {
+            std::borrow::Cow::Borrowed(retrieved_area(placement, &rest[..covered]))
+        } else {
+            retrieved_split(placement, lent, lent_len, &rest[..covered])
+        };
+        let expected = self.key.response_icv(&self.request_icv, status, triplet, &retrieved);
         if !icv_eq(&expected, &received) {
             return Err(ResponseError::ResponseIcv);
         }
-        data_in.truncate(covered);
+        rest.truncate(covered);
         Ok(())
     }
+}
+
+/// The retrieved-attributes area of a Data-In received as `lent` then `rest`, cut as
+/// [`retrieved_area`] cuts it. It follows the command data, so it is normally all in `rest`;
+/// otherwise its bytes are gathered.
+fn retrieved_split<'a>(placement: &ReplyPlacement, lent: &[&[u8]], lent_len: usize, rest: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
+    use std::borrow::Cow;
+    let Some(r) = placement.retrieved else { return Cow::Borrowed(&[]) };
+    let total = lent_len + rest.len();
+    let start = usize::try_from(r.offset).unwrap_or(usize::MAX).min(total);
+    let end = start.saturating_add(r.allocation_len as usize).min(total);
+    if start >= lent_len {
+        return Cow::Borrowed(&rest[start - lent_len..end - lent_len]);
+    }
+    let mut out = Vec::with_capacity(end - start);
+    let mut at = 0usize;
+    for p in lent.iter().copied().chain([rest]) {
+        let (a, b) = (start.max(at), end.min(at + p.len()));
+        if a < b {
+            out.extend_from_slice(&p[a - at..b - at]);
+        }
+        at += p.len();
+    }
+    Cow::Owned(out)
 }

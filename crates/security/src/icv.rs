@@ -115,6 +115,19 @@ impl CapabilityKey {
     pub fn data_in_icv(&self, bytes: &[u8]) -> [u8; ICV_SIZE] {
         self.compute(&[DATA_IN_LABEL, bytes])
     }
+
+    /// [`CapabilityKey::data_in_icv`] over `pieces` end to end (Data-In received in several
+    /// places of the caller's memory).
+    pub fn data_in_icv_pieces(&self, pieces: &[&[u8]]) -> [u8; ICV_SIZE] {
+        let mut context = hmac::Context::with_key(&self.key);
+        context.update(DATA_IN_LABEL);
+        for p in pieces {
+            context.update(p);
+        }
+        let mut out = [0u8; ICV_SIZE];
+        out.copy_from_slice(context.sign().as_ref());
+        out
+    }
 }
 
 #[cfg(test)]

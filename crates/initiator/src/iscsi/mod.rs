@@ -4,6 +4,7 @@
 
 mod chap_file;
 mod driver;
+mod lent;
 mod login;
 mod raw;
 mod reconnecting;

@@ -70,19 +70,43 @@ fn handle(inner: &Inner, reader: &mut PduReader<TcpStream>, inc: Incoming) -> Re
                 return Ok(());
             }
             {
-                let mut s = slot.state.lock().expect("slot lock poisoned");
-                let end = end as usize;
-                if s.data_in.len() < end {
-                    // No buffer was lent: allocate once, at the length the caller chose
-                    // (`end <= data_in_len` was checked above).
-                    s.data_in = vec![0u8; slot.data_in_len as usize];
+                let mut guard = slot.state.lock().expect("slot lock poisoned");
+                let s = &mut *guard;
+                let (start, end) = (d.buffer_offset as usize, end as usize);
+                if s.finished || (s.lent_len > 0 && s.lent.is_none()) {
+                    // After the status or a failure, or for memory the caller has taken back:
+                    // nothing more is written for this task.
+                    drop(guard);
+                    reader.discard_data(len).map_err(read_err)?;
+                    return Ok(());
+                }
+                if s.lent_len > 0 && start != s.data_in_end {
+                    // The lent memory is filled by a cursor (DataPDUInOrder and
+                    // DataSequenceInOrder are Yes): a gap would leave bytes unwritten.
+                    drop(guard);
+                    reader.discard_data(len).map_err(read_err)?;
+                    slot.complete(Err(proto(peer, "Data-In out of order")));
+                    return Ok(());
+                }
+                let lent_len = s.lent_len;
+                let mut parts: Vec<&mut [u8]> = match &mut s.lent {
+                    Some(lent) if start < lent_len => lent.take(end.min(lent_len) - start),
+                    _ => Vec::new(),
+                };
+                if end > lent_len {
+                    if s.data_in.len() < end - lent_len {
+                        // Allocate once, at the length the caller chose (`end <= data_in_len`
+                        // was checked above).
+                        s.data_in = vec![0u8; slot.data_in_len as usize - lent_len];
+                    }
+                    parts.push(&mut s.data_in[start.max(lent_len) - lent_len..end - lent_len]);
                 }
                 s.data_in_end = s.data_in_end.max(end);
-                let start = d.buffer_offset as usize;
-                match reader.read_data(&mut s.data_in[start..end]) {
+                match reader.read_data_parts(&mut parts) {
                     Ok(()) => {}
                     Err(ReadError::DataDigest) => {
-                        drop(s);
+                        drop(parts);
+                        drop(guard);
                         slot.complete(Err(proto(peer, "Data-In digest mismatch")));
                         return Ok(());
                     }

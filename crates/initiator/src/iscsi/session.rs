@@ -20,10 +20,11 @@ use tessera_iscsi::pdu::*;
 use tessera_iscsi::serial::sn_le;
 use tessera_iscsi::text::{encode_text, parse_text};
 use tessera_iscsi::{PduReader, PduWriter};
-use tessera_scsi::{ScsiRequest, ScsiResponse, ScsiStatus, ScsiTransport, Sense, TmfResult, TransportError};
+use tessera_scsi::{LentResponse, ScsiRequest, ScsiResponse, ScsiStatus, ScsiTransport, Sense, TmfResult, TransportError};
 use tessera_types::limits::{CDB_LEN_MAX, TRANSFER_LEN_MAX};
 use tracing::debug;
 
+use super::lent::LentMemory;
 use super::login::{io_err, login, proto};
 use super::{DiscoveredTarget, SessionConfig};
 
@@ -39,13 +40,20 @@ pub(crate) enum Completion {
 
 #[derive(Default)]
 pub(crate) struct SlotState {
-    /// Data-In assembly buffer: allocated once, zeroed, at the expected length on the first
-    /// Data-In (lazily mapped, so untouched pages cost nothing), never regrown.
+    /// Data-In assembly buffer for offsets from `lent_len` on: allocated once, zeroed, at the
+    /// expected length on the first Data-In (lazily mapped, so untouched pages cost nothing),
+    /// never regrown.
     pub data_in: Vec<u8>,
     /// One past the highest Data-In byte received: the length handed to the caller.
     pub data_in_end: usize,
+    /// Bytes of Data-In, from offset 0, that go to the caller's lent memory.
+    pub lent_len: usize,
+    /// The lent memory while the caller lends it (see [`super::lent`]); `None` once taken back.
+    pub lent: Option<LentMemory>,
     pub r2ts: VecDeque<R2t>,
     pub done: Option<Result<Completion, TransportError>>,
+    /// The task has its outcome (status, failure or abort): later Data-In is not taken.
+    pub finished: bool,
 }
 
 /// One outstanding task.
@@ -60,7 +68,8 @@ pub(crate) struct Slot {
 impl Slot {
     pub fn complete(&self, result: Result<Completion, TransportError>) {
         let mut s = self.state.lock().expect("slot lock poisoned");
-        if s.done.is_none() {
+        if !s.finished {
+            s.finished = true;
             s.done = Some(result);
         }
     }
@@ -108,13 +117,17 @@ impl Inner {
     }
 
     fn register(&self, data_in_len: u32, lun: u64) -> (u32, Arc<Slot>) {
-        self.register_with_buffer(data_in_len, lun, Vec::new())
+        self.register_with_buffer(data_in_len, lun, Vec::new(), 0)
     }
 
     /// Registers a task whose Data-In lands in `buffer`, resized to `data_in_len` (only a
     /// growth is zero-filled; Data-In arrives in order and the buffer is cut to what arrived).
-    fn register_with_buffer(&self, data_in_len: u32, lun: u64, mut buffer: Vec<u8>) -> (u32, Arc<Slot>) {
-        if data_in_len > 0 && data_in_len != u32::MAX {
+    /// With `lent_len > 0` the first `lent_len` bytes go to memory the caller lends (the
+    /// buffer is then not used) and the rest to a buffer allocated when they arrive.
+    fn register_with_buffer(&self, data_in_len: u32, lun: u64, mut buffer: Vec<u8>, lent_len: usize) -> (u32, Arc<Slot>) {
+        if lent_len > 0 {
+            buffer = Vec::new();
+        } else if data_in_len > 0 && data_in_len != u32::MAX {
             if buffer.len() > data_in_len as usize {
                 buffer.truncate(data_in_len as usize);
             } else {
@@ -122,7 +135,7 @@ impl Inner {
             }
         }
         let slot = Arc::new(Slot {
-            state: Mutex::new(SlotState { data_in: buffer, ..SlotState::default() }),
+            state: Mutex::new(SlotState { data_in: buffer, lent_len, ..SlotState::default() }),
             data_in_len,
             lun,
             cmd_sn: AtomicU32::new(0),
@@ -427,7 +440,9 @@ impl Session {
         self.inner.fail_all();
     }
 
-    fn execute_inner(&self, req: &ScsiRequest<'_>, buffer: Vec<u8>) -> Result<ScsiResponse, TransportError> {
+    /// Runs one SCSI command. With `lent`, Data-In from offset 0 lands in the caller's slices
+    /// (returned: how many of their bytes arrived) and only the rest in the response's buffer.
+    fn execute_inner(&self, req: &ScsiRequest<'_>, buffer: Vec<u8>, lent: Option<&mut [&mut [u8]]>) -> Result<(ScsiResponse, usize), TransportError> {
         let inner = &*self.inner;
         let peer = &inner.peer;
         let out_len = req.data_out_len();
@@ -449,7 +464,13 @@ impl Session {
             cdb.resize(16, 0);
         }
         let lun_field = encode_lun(req.lun);
-        let (itt, slot) = inner.register_with_buffer(req.data_in_len, req.lun, buffer);
+        let lent_len = lent.as_ref().map_or(0, |l| l.iter().map(|p| p.len()).sum::<usize>());
+        if lent_len > req.data_in_len as usize {
+            return Err(proto(peer, "lent memory larger than the expected Data-In"));
+        }
+        let (itt, slot) = inner.register_with_buffer(req.data_in_len, req.lun, buffer, lent_len);
+        // Taken back when this guard drops: before this function returns, however it returns.
+        let lend = lent.filter(|_| lent_len > 0).map(|l| super::lent::Lend::new(slot.clone(), l));
         let result = (|| {
             let cmd = |cmd_sn, exp_stat_sn| {
                 Pdu::ScsiCommand(ScsiCommand {
@@ -494,14 +515,16 @@ impl Session {
             inner.wait(&slot, None)
         })();
         inner.unregister(itt);
+        drop(lend);
         let completion = result?;
         let Completion::Scsi { status, sense, residual } = completion else {
             return Err(proto(peer, "unexpected completion for a SCSI command"));
         };
         let mut state = slot.state.lock().expect("slot lock poisoned");
         let mut data_in = std::mem::take(&mut state.data_in);
-        data_in.truncate(state.data_in_end.min(req.data_in_len as usize));
-        Ok(ScsiResponse { status: ScsiStatus::from_code(status), data_in, sense, residual })
+        let end = state.data_in_end.min(req.data_in_len as usize);
+        data_in.truncate(end.saturating_sub(lent_len));
+        Ok((ScsiResponse { status: ScsiStatus::from_code(status), data_in, sense, residual }, end.min(lent_len)))
     }
 
     /// Sends `[offset, offset + len)` of the gather list as Data-Out PDUs of at most the
@@ -531,11 +554,16 @@ impl Session {
 
 impl ScsiTransport for Session {
     fn execute(&self, request: &ScsiRequest<'_>) -> Result<ScsiResponse, TransportError> {
-        self.execute_inner(request, Vec::new())
+        self.execute_inner(request, Vec::new(), None).map(|(r, _)| r)
     }
 
     fn execute_into(&self, request: &ScsiRequest<'_>, buffer: Vec<u8>) -> Result<ScsiResponse, TransportError> {
-        self.execute_inner(request, buffer)
+        self.execute_inner(request, buffer, None).map(|(r, _)| r)
+    }
+
+    fn execute_lent(&self, request: &ScsiRequest<'_>, lent: &mut [&mut [u8]]) -> Result<LentResponse, TransportError> {
+        let (response, lent_filled) = self.execute_inner(request, Vec::new(), Some(lent))?;
+        Ok(LentResponse { response, lent_filled })
     }
 
     fn peer(&self) -> String {

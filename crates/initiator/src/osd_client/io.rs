@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tessera_osd_proto::pages::{CURRENT_COMMAND_APPEND_START, CURRENT_COMMAND_OBJECT_ID};
-use tessera_osd_proto::{Command, DataLayout, FlushScope, GetAttrs, MapType, OsdRequestBuilder, ReadMapResult, ServiceAction};
+use tessera_osd_proto::{BuildError, Command, DataLayout, FlushScope, GetAttrs, MapType, OsdRequestBuilder, ReadMapResult, ServiceAction};
 use tessera_scsi::{ScsiTransport, Sense};
 use tessera_types::ObjectAddr;
 
@@ -39,7 +39,35 @@ pub struct ReadResult {
     pub recovered: Option<Sense>,
 }
 
+/// What a READ into the caller's memory ([`OsdClient::read_into`]) returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadInto {
+    /// Bytes the OSD sent; the rest of the memory was zero-filled (a contiguous READ past the
+    /// end of the object returns fewer bytes).
+    pub received: u64,
+    /// The read reached past the end of the object (RECOVERED ERROR 3B17).
+    pub past_end: bool,
+    pub recovered: Option<Sense>,
+}
+
 impl<T: ScsiTransport> OsdClient<T> {
+    /// READ with `layout` (offsets relative to `offset`) straight into `dest`: the bytes in
+    /// layout order land in the slices end to end, which must hold exactly `len` bytes, with no
+    /// copy on the way (the session writes each Data-In PDU in place). Bytes the OSD did not
+    /// send (past the end of the object) read as zeros. On an error `dest` holds whatever
+    /// arrived and must not be used.
+    pub fn read_into(&self, addr: ObjectAddr, offset: u64, len: u64, layout: DataLayout, dest: &mut [&mut [u8]]) -> Result<ReadInto, OsdError> {
+        let total: u64 = dest.iter().map(|d| d.len() as u64).sum();
+        if total != len {
+            return Err(BuildError::DataLength { expected: len, got: total }.into());
+        }
+        let (reply, received) = self.execute_lent(&OsdRequestBuilder::new(Command::Read { addr, offset, len, layout }), dest)?;
+        debug_assert!(reply.data.is_empty(), "all command data was lent");
+        zero_from(dest, received);
+        let past_end = reply.recovered.as_ref().is_some_and(|s| s.asc_ascq() == READ_PAST_END);
+        Ok(ReadInto { received: received as u64, past_end, recovered: reply.recovered })
+    }
+
     /// READ `len` bytes at `offset`.
     pub fn read(&self, addr: ObjectAddr, offset: u64, len: u64) -> Result<ReadResult, OsdError> {
         self.read_layout(addr, offset, len, DataLayout::Contiguous)
@@ -192,6 +220,15 @@ impl<T: ScsiTransport> OsdClient<T> {
         let command = Command::ReadMap { addr, offset, len, map_type, allocation_len: allocation_len as u64 };
         let reply = self.execute(&OsdRequestBuilder::new(command))?;
         ReadMapResult::decode(&reply.data).map_err(|e| self.reply_error(ServiceAction::ReadMap, e))
+    }
+}
+
+/// Zeroes `parts` (end to end) from byte `from` on.
+fn zero_from(parts: &mut [&mut [u8]], mut from: usize) {
+    for p in parts.iter_mut() {
+        let k = from.min(p.len());
+        p[k..].fill(0);
+        from -= k;
     }
 }
 

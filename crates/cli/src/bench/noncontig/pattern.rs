@@ -44,13 +44,13 @@ pub fn write(client: &OsdClient<Session>, addr: ObjectAddr, cmds: &[SlotCommand]
     Ok(())
 }
 
-/// Reads with each command in turn into `buf` (the stream end to end).
+/// Reads with each command in turn into `buf` (the stream end to end), each command's bytes
+/// received in place as the client library receives them.
 pub fn read(client: &OsdClient<Session>, addr: ObjectAddr, cmds: &[SlotCommand], buf: &mut [u8]) -> Result<()> {
     for c in cmds {
-        let got = client.read_layout(addr, c.offset, c.len, c.layout.clone())?.data;
-        ensure!(got.len() as u64 == c.len, "short read: {} of {} bytes", got.len(), c.len);
         let s = c.stream_start as usize;
-        buf[s..s + got.len()].copy_from_slice(&got);
+        let got = client.read_into(addr, c.offset, c.len, c.layout.clone(), &mut [&mut buf[s..s + c.len as usize]])?;
+        ensure!(got.received == c.len, "short read: {} of {} bytes", got.received, c.len);
     }
     Ok(())
 }
