@@ -47,7 +47,7 @@ pub struct UpArgs {
     stripe_count: u32,
     /// Capability security method the OSDs require: capkey, cmdrsp or alldata. Master keys
     /// are provisioned under DIR/keys on first start.
-    #[arg(long, default_value = "cmdrsp", value_parser = parse_secure_method)]
+    #[arg(long, default_value = "cmdrsp", value_parser = crate::cmd_mds::parse_capability_method)]
     security: SecurityMethod,
     /// Run every OSD NOSEC instead: any client that reaches an OSD can read, write and remove
     /// every object. Only for benchmarks of the unprotected path and for debugging.
@@ -57,14 +57,6 @@ pub struct UpArgs {
     /// (mode 0600), which the cluster file names for clients.
     #[arg(long)]
     chap: bool,
-}
-
-fn parse_secure_method(s: &str) -> Result<SecurityMethod, String> {
-    match SecurityMethod::from_name(s) {
-        Some(SecurityMethod::NoSec) => Err("use --insecure to run without capability security".into()),
-        Some(m) => Ok(m),
-        None => Err(format!("unknown security method {s:?}: use capkey, cmdrsp or alldata")),
-    }
 }
 
 #[derive(Args)]

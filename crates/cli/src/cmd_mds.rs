@@ -64,7 +64,7 @@ pub struct MdsArgs {
     #[arg(long)]
     master_keys: Option<PathBuf>,
     /// Security method of the capabilities handed out: capkey, cmdrsp or alldata.
-    #[arg(long, default_value = "cmdrsp", value_parser = parse_method)]
+    #[arg(long, default_value = "cmdrsp", value_parser = parse_capability_method)]
     security: SecurityMethod,
     /// How long a client's capability lives (clients refresh it before then), e.g. 10m.
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
@@ -74,9 +74,11 @@ pub struct MdsArgs {
     key_period: Duration,
 }
 
-fn parse_method(s: &str) -> Result<SecurityMethod, String> {
+/// A method capabilities can name: NOSEC is refused (running without security is a flag of its
+/// own: `tessera up --insecure`, or no `--master-keys`).
+pub fn parse_capability_method(s: &str) -> Result<SecurityMethod, String> {
     match SecurityMethod::from_name(s) {
-        Some(SecurityMethod::NoSec) => Err("NOSEC capabilities protect nothing: leave out --master-keys instead".into()),
+        Some(SecurityMethod::NoSec) => Err("NOSEC capabilities protect nothing: run without security explicitly instead (tessera up --insecure; tessera mds without --master-keys)".into()),
         Some(m) => Ok(m),
         None => Err(format!("unknown security method {s:?}: use capkey, cmdrsp or alldata")),
     }

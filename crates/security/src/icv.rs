@@ -101,14 +101,7 @@ impl CapabilityKey {
 
     /// Data-Out ICV over the gather list `pieces` (the bytes before the ICV's offset).
     pub fn data_out_icv(&self, pieces: &[&[u8]]) -> [u8; ICV_SIZE] {
-        let mut context = hmac::Context::with_key(&self.key);
-        context.update(DATA_OUT_LABEL);
-        for p in pieces {
-            context.update(p);
-        }
-        let mut out = [0u8; ICV_SIZE];
-        out.copy_from_slice(context.sign().as_ref());
-        out
+        self.labelled(DATA_OUT_LABEL, pieces)
     }
 
     /// Data-In ICV over `bytes` (the Data-In before the ICV's offset).
@@ -119,8 +112,13 @@ impl CapabilityKey {
     /// [`CapabilityKey::data_in_icv`] over `pieces` end to end (Data-In received in several
     /// places of the caller's memory).
     pub fn data_in_icv_pieces(&self, pieces: &[&[u8]]) -> [u8; ICV_SIZE] {
+        self.labelled(DATA_IN_LABEL, pieces)
+    }
+
+    /// Over `label` and then `pieces`, however many (no list of slices to build).
+    fn labelled(&self, label: &[u8], pieces: &[&[u8]]) -> [u8; ICV_SIZE] {
         let mut context = hmac::Context::with_key(&self.key);
-        context.update(DATA_IN_LABEL);
+        context.update(label);
         for p in pieces {
             context.update(p);
         }
