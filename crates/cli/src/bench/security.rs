@@ -1,9 +1,9 @@
 //! `tessera bench security`: what capability security costs. READ and WRITE throughput and
 //! per-command latency, contiguous and non-contiguous (a strided layout: blocks of 4 KiB every
 //! 8 KiB, seed 000's vector pattern), under NOSEC, CAPKEY, CMDRSP and ALLDATA in one run. The
-//! baseline is NOSEC: a `tessera osd` without security, started beside the secured one
-//! (`--security capkey`, so every stronger method is accepted too), both temporary child
-//! processes on loopback. Goal (issue 5): CMDRSP costs at most 5% throughput at 1 MiB and at
+//! baseline is NOSEC: a `tessera osd` without security, started beside one `tessera osd
+//! --security METHOD` per secured method, all temporary child processes on loopback, so every
+//! daemon carries the same load (one object, the same commands) and only the method differs. Goal (issue 5): CMDRSP costs at most 5% throughput at 1 MiB and at
 //! most 5 us per command (measured at 4 KiB, where the command dominates).
 //!
 //! Method: per transfer size, interleaved rounds run every method back to back; the ratios are
@@ -64,32 +64,36 @@ fn random_key() -> Result<Key> {
     Ok(Key(k))
 }
 
-/// Starts the NOSEC and the secured daemon, establishes keys, and makes one object per method.
+/// Starts one daemon per method (NOSEC and each secured method requiring exactly its own), so
+/// every daemon carries the same load and only the method differs; establishes keys and makes
+/// one object on each.
 fn subjects(dir: &std::path::Path) -> Result<(Vec<Subject>, Vec<Daemon>)> {
     let plain = Daemon::spawn(&["osd", "--data", dir.join("nosec").to_str().context("temp path")?, "--listen", "127.0.0.1:0"])?;
-    let master = random_key()?;
-    let key_file = dir.join("master.key");
-    std::fs::write(&key_file, master.to_hex())?;
-    let secured = Daemon::spawn(&[
-        "osd",
-        "--data",
-        dir.join("secured").to_str().context("temp path")?,
-        "--listen",
-        "127.0.0.1:0",
-        "--security",
-        "capkey",
-        "--master-key-file",
-        key_file.to_str().context("temp path")?,
-    ])?;
-    let mut out = Vec::new();
     let nosec = connect(plain.field("addr")?, plain.field("target")?)?;
     let pid = nosec.create_partition(None)?;
     let oid = nosec.create_one(pid)?;
-    out.push(Subject { method: SecurityMethod::NoSec, client: nosec, addr: ObjectAddr::new(pid, oid) });
+    let mut subjects = vec![Subject { method: SecurityMethod::NoSec, client: nosec, addr: ObjectAddr::new(pid, oid) }];
+    let mut daemons = vec![plain];
+    for method in &METHODS[1..] {
+        let (subject, daemon) = secured_subject(dir, *method)?;
+        subjects.push(subject);
+        daemons.push(daemon);
+    }
+    Ok((subjects, daemons))
+}
 
-    let (addr, target) = (secured.field("addr")?.to_string(), secured.field("target")?.to_string());
+/// A `tessera osd --security METHOD`, its keys established the way the security manager does,
+/// and a client holding an object credential of that method.
+fn secured_subject(dir: &std::path::Path, m: SecurityMethod) -> Result<(Subject, Daemon)> {
+    let name = m.name().to_ascii_lowercase();
+    let master = random_key()?;
+    let key_file = dir.join(format!("{name}.key"));
+    std::fs::write(&key_file, master.to_hex())?;
+    let data = dir.join(&name);
+    let args = ["osd", "--data", data.to_str().context("temp path")?, "--listen", "127.0.0.1:0", "--security", &name, "--master-key-file", key_file.to_str().context("temp path")?];
+    let daemon = Daemon::spawn(&args)?;
+    let (addr, target) = (daemon.field("addr")?.to_string(), daemon.field("target")?.to_string());
     let manager = connect(&addr, &target)?;
-    let m = SecurityMethod::CapKey;
     let mut keys = OsdKeys::new(manager.system_id()?, master);
     manager.establish_key(&mut keys, KeySlot::Root, m)?;
     let expires = now_ms() + 24 * 3_600_000;
@@ -100,16 +104,13 @@ fn subjects(dir: &std::path::Path) -> Result<(Vec<Subject>, Vec<Daemon>)> {
     manager.establish_key(&mut keys, KeySlot::Partition(pid), m)?;
     manager.establish_key(&mut keys, KeySlot::Working(pid, 0), m)?;
     let all = keys.credential(keys.partition_capability(m, pid, Permissions::ALL, expires)?)?;
-    for method in &METHODS[1..] {
-        let create = OsdRequestBuilder::new(Command::Create { partition_id: pid, requested: None, count: 1 }).get_attrs(get(CURRENT_COMMAND_OBJECT_ID));
-        let oid = manager.execute_as(&create, &all)?.attr(CURRENT_COMMAND_OBJECT_ID).and_then(value_u64).context("the new object id")?;
-        let rw = Permissions::READ | Permissions::WRITE;
-        let credential = keys.credential(keys.object_capability(*method, pid, oid, rw, expires, 0)?)?;
-        let mut client = connect(&addr, &target)?;
-        client.set_credentials(Some(Arc::new(credential)));
-        out.push(Subject { method: *method, client, addr: ObjectAddr::new(pid, oid) });
-    }
-    Ok((out, vec![plain, secured]))
+    let create = OsdRequestBuilder::new(Command::Create { partition_id: pid, requested: None, count: 1 }).get_attrs(get(CURRENT_COMMAND_OBJECT_ID));
+    let oid = manager.execute_as(&create, &all)?.attr(CURRENT_COMMAND_OBJECT_ID).and_then(value_u64).context("the new object id")?;
+    let rw = Permissions::READ | Permissions::WRITE;
+    let credential = keys.credential(keys.object_capability(m, pid, oid, rw, expires, 0)?)?;
+    let mut client = connect(&addr, &target)?;
+    client.set_credentials(Some(Arc::new(credential)));
+    Ok((Subject { method: m, client, addr: ObjectAddr::new(pid, oid) }, daemon))
 }
 
 /// The layout of one transfer of `size` bytes: contiguous, or strided blocks.
@@ -133,7 +134,7 @@ fn transfer(s: &Subject, write: bool, strided: bool, data: &[u8]) -> Result<()> 
 
 pub fn run(args: SecurityArgs, common: &CommonArgs) -> Result<()> {
     if common.target.is_some() {
-        bail!("bench security starts its own NOSEC and secured targets; it does not take --target");
+        bail!("bench security starts its own NOSEC and secured targets (one per method); it does not take --target");
     }
     let sizes: Vec<usize> = if common.quick { vec![4 * KIB, MIB] } else { vec![4 * KIB, 64 * KIB, MIB, 4 * MIB] };
     let budget = if common.quick { args.bytes_per_point.min(8 * MIB) } else { args.bytes_per_point };
