@@ -344,22 +344,25 @@ impl Mds {
     /// issued for its objects: a fresh policy tag is recorded, then set on each object. If an
     /// OSD cannot be reached the answer is EIO and repeating the chmod finishes the revocation.
     fn setattr(&self, ino: InodeId, changes: &tessera_mds_proto::SetAttrs) -> Result<Attr, FsError> {
-        let row = self.ns.write(|s| s.setattr(ino, changes, now()))?;
+        let revoke = changes.mode.is_some() && self.config.security.is_some();
+        let tag = fresh_policy_tag();
+        // One step: the new mode and, for a file, the new tag commit together.
+        let (row, retagged) = self.ns.write(|s| {
+            let row = s.setattr(ino, changes, now())?;
+            if row.kind != FileType::Regular || !revoke {
+                return Ok((row, None));
+            }
+            s.set_policy_tag(ino, tag)?;
+            Ok((row, Some(s.layout(ino)?)))
+        })?;
         if row.kind != FileType::Regular {
             return Ok(row.attr(0));
         }
-        if changes.mode.is_some() && self.config.security.is_some() {
-            let tag = fresh_policy_tag();
-            let layout = self.ns.write(|s| {
-                s.set_policy_tag(ino, tag)?;
-                s.layout(ino)
+        for o in retagged.iter().flat_map(|l| &l.objects) {
+            self.objects.set_policy_tag(*o, tag).map_err(|e| {
+                tracing::warn!(?o, %e, "revocation incomplete: policy tag not set");
+                FsError::Io
             })?;
-            for o in &layout.objects {
-                self.objects.set_policy_tag(*o, tag).map_err(|e| {
-                    tracing::warn!(?o, %e, "revocation incomplete: policy tag not set");
-                    FsError::Io
-                })?;
-            }
         }
         Ok(row.attr(self.file_size(ino)?))
     }
