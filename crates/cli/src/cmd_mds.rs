@@ -18,10 +18,11 @@ use signal_hook::iterator::Signals;
 use tessera_client::{ClusterConfig, OsdEntry, StripeHint};
 use tessera_initiator::iscsi::ReconnectingSession;
 use tessera_initiator::osd_client::{OsdClient, OsdError};
-use tessera_mds::security::{now_ms, KeyInstaller};
+use tessera_mds::security::KeyInstaller;
 use tessera_mds::{Mds, MdsConfig, OsdObjects, OsdSecret, PrecreateConfig, SecurityConfig, SecurityManager};
 use tessera_mds_proto::{ClusterMap, OsdInfo};
 use tessera_scsi::ScsiTransport;
+use tessera_security::clock::now_ms;
 use tessera_security::{Key, SecurityMethod};
 
 use crate::daemon::ready_line;

@@ -11,7 +11,6 @@
 mod common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use common::*;
 use tessera_cli::daemon::Daemon;
@@ -21,6 +20,7 @@ use tessera_initiator::osd_client::OsdClient;
 use tessera_osd_proto::pages::{value_u64, CURRENT_COMMAND_OBJECT_ID, CURRENT_COMMAND_PARTITION_ID};
 use tessera_osd_proto::{AttrId, Command, DataLayout, GetAttrs, OsdRequestBuilder};
 use tessera_scsi::{ScsiRequest, ScsiResponse, ScsiStatus, ScsiTransport, SenseKey};
+use tessera_security::clock::now_ms;
 use tessera_security::policy::{policy_page, POLICY_ACCESS_TAG};
 use tessera_security::{Capability, Credential, Key, KeySlot, Nonce, OsdKeys, Permissions, SecurityMethod};
 use tessera_types::ObjectAddr;
@@ -29,10 +29,6 @@ const MASTER_HEX: &str = "00112233445566778899aabbccddeeff00112233445566778899aa
 const HOUR_MS: u64 = 3_600_000;
 const TAG: u32 = 0x7A6;
 const ORIGINAL: &[u8] = b"original contents";
-
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
-}
 
 static NONCE: AtomicU64 = AtomicU64::new(1);
 

@@ -10,7 +10,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use tessera_initiator::osd_client::{object_of, CredentialSource, OsdError};
 use tessera_mds_proto::{FileLayout, ObjectCredential};
@@ -18,13 +17,10 @@ use tessera_osd_proto::Command;
 use tessera_scsi::SenseKey;
 use tessera_osd_proto::cdb::CAPABILITY;
 use tessera_security::capability::{CAPABILITY_LEN, PERMISSIONS, PERMISSIONS_LEN};
+use tessera_security::clock::now_ms;
 use tessera_security::{Capability, CapabilityError, Credential, Key};
 
 use crate::error::ClientError;
-
-pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
 
 struct Entry {
     credential: Arc<Credential>,

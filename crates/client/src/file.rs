@@ -12,10 +12,11 @@ use std::sync::{Arc, Mutex};
 use tessera_layout::Extent;
 use tessera_mds_proto::{Attr, FileLayout, InodeId, ObjectCredential, Request};
 use tessera_osd_proto::{AttrId, Attribute, RetrievedAttr};
+use tessera_security::clock::now_ms;
 
 use crate::client::Inner;
 use crate::command_plan::Mode;
-use crate::credentials::{decode_grant, is_capability_refusal, is_permission_refusal, now_ms, FileGrant};
+use crate::credentials::{decode_grant, is_capability_refusal, is_permission_refusal, FileGrant};
 use crate::error::ClientError;
 use crate::objects;
 use crate::striped_io::StripedFile;

@@ -22,8 +22,8 @@ mod keys;
 mod objects;
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
+use tessera_security::clock::now_ms;
 use tessera_security::{Credential, NonceSource, ResponseError, SignError};
 
 use tessera_osd_proto::attr_list::RetrievedList;
@@ -158,10 +158,6 @@ impl CredentialSource for Credential {
 
 fn is_unit_attention(response: &tessera_scsi::ScsiResponse) -> bool {
     response.status == ScsiStatus::CheckCondition && response.sense.as_ref().is_some_and(|s| s.key == SenseKey::UnitAttention)
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 /// A random start for this client's nonce counter, from the standard library's randomly

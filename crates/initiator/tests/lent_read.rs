@@ -9,7 +9,6 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use tessera_engine::{Engine, EngineConfig};
 use tessera_initiator::iscsi::{Session, SessionConfig};
@@ -17,6 +16,7 @@ use tessera_initiator::osd_client::{OsdClient, OsdError};
 use tessera_iscsi::login::DigestKind;
 use tessera_osd_proto::pages::CURRENT_COMMAND_PARTITION_ID;
 use tessera_osd_proto::{AttrId, Command, DataLayout, Extent, GetAttrs, OsdRequestBuilder};
+use tessera_security::clock::now_ms;
 use tessera_security::{Key, KeySlot, OsdKeys, Permissions, ResponseError, SecurityMethod};
 use tessera_target::iscsi_server::{ServerHandle, TargetConfig, TargetServer};
 use tessera_target::osd_lu::OsdCommandSet;
@@ -29,10 +29,6 @@ const TARGET: &str = "iqn.2026-11.org.tessera.test:lent";
 const HOUR_MS: u64 = 3_600_000;
 /// Logical length, user object information page (OSD-2 r05 §7.1.2.12).
 const LOGICAL_LENGTH: AttrId = AttrId::new(1, 0x82);
-
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
-}
 
 fn pattern(len: usize, seed: u32) -> Vec<u8> {
     (0..len as u32).map(|i| (i.wrapping_mul(2_654_435_761).wrapping_add(seed) >> 13) as u8).collect()

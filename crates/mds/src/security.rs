@@ -9,13 +9,14 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tessera_initiator::osd_client::{object_of, CredentialSource, OsdClient, OsdError};
 use tessera_mds_proto::{FsError, ObjectCredential, ObjectRef};
 use tessera_osd_proto::Command;
 use tessera_scsi::ScsiTransport;
 use tessera_security::capability::{ObjectType, Permissions, Scope};
+use tessera_security::clock::now_ms;
 use tessera_security::{scheduled_seed, Capability, Credential, Key, KeyCommand, KeySchedule, KeySlot, OsdKeys, SecurityMethod};
 use thiserror::Error;
 
@@ -100,10 +101,6 @@ impl std::fmt::Debug for SecurityManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SecurityManager").field("config", &self.config).field("osds", &self.osds.len()).finish()
     }
-}
-
-pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 fn ms(d: Duration) -> u64 {

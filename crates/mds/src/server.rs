@@ -16,6 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tessera_mds_proto::request::NewInode;
 use tessera_mds_proto::{Attr, ClusterMap, DirEntry, FileLayout, FileType, FsError, InodeId, ObjectRef, Reply, Request, StripeHint, Timespec};
+use tessera_security::clock::now_ms;
 use thiserror::Error;
 
 use crate::db::DbError;
@@ -24,7 +25,7 @@ use crate::namespace::{Namespace, NamespaceError};
 use crate::objects::DataObjects;
 use crate::peer::MdsConnection;
 use crate::pools::{Pools, PrecreateConfig};
-use crate::security::{file_permissions, fresh_policy_tag, now_ms, SecurityManager};
+use crate::security::{file_permissions, fresh_policy_tag, SecurityManager};
 use crate::store::files::{self, CreateError, StripePolicy};
 use crate::store::{InodeRow, Store};
 

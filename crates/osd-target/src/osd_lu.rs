@@ -8,13 +8,14 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use tessera_engine::{CommandError, Engine, StorageError};
 use tessera_osd_proto::{
     decode_request, encode_reply, AttrId, Command, FlushScope, GetAttrs, Options, Reply, ReplyPlacement, Request,
     RetrievedAttr, ServiceAction, TimestampsControl,
 };
+use tessera_security::clock::now_ms;
 use tessera_security::key_commands::is_key_command;
 use tessera_scsi::{FileDataIn, Nexus, PlacedDataOut, ScsiOutcome, ScsiTask};
 use tessera_types::ObjectAddr;
@@ -108,11 +109,6 @@ impl OsdCommandSet {
 fn is_stats_request(request: &Request<'_>) -> bool {
     matches!(request.command, Command::GetAttributes { addr } if addr == ObjectAddr::ROOT)
         && matches!(request.get_attrs, GetAttrs::Page { page, .. } if page == STATS_PAGE)
-}
-
-/// Milliseconds since the Unix epoch: the engine takes time from its caller.
-pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 fn nanos_since(t: Instant) -> u64 {

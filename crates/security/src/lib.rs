@@ -13,6 +13,7 @@
 
 pub mod capability;
 pub mod check;
+pub mod clock;
 pub mod credential;
 pub mod error;
 pub mod fuzzing;

@@ -13,7 +13,7 @@
 //! `OsdKeys` over the same initiator before measuring.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -22,6 +22,7 @@ use tessera_initiator::iscsi::Session;
 use tessera_initiator::osd_client::OsdClient;
 use tessera_osd_proto::pages::{value_u64, CURRENT_COMMAND_OBJECT_ID, CURRENT_COMMAND_PARTITION_ID};
 use tessera_osd_proto::{Command, DataLayout, GetAttrs, OsdRequestBuilder};
+use tessera_security::clock::now_ms;
 use tessera_security::{Key, KeySlot, OsdKeys, Permissions, SecurityMethod};
 use tessera_types::ObjectAddr;
 
@@ -51,10 +52,6 @@ struct Subject {
     method: SecurityMethod,
     client: OsdClient<Session>,
     addr: ObjectAddr,
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 fn random_key() -> Result<Key> {

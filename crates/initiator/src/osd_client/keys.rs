@@ -4,10 +4,11 @@
 
 use tessera_osd_proto::ServiceAction;
 use tessera_scsi::{ScsiRequest, ScsiStatus, ScsiTransport};
+use tessera_security::clock::now_ms;
 use tessera_security::keys::{KEY_ID_LEN, SEED_LEN};
 use tessera_security::{Credential, KeyCommand, KeySlot, OsdKeys, SecurityMethod};
 
-use super::{is_unit_attention, now_ms, random_u64, OsdClient, OsdError, UNIT_ATTENTION_RETRIES};
+use super::{is_unit_attention, random_u64, OsdClient, OsdError, UNIT_ATTENTION_RETRIES};
 
 /// A key identifier and a seed for SET KEY. Neither is secret (both travel in the clear; the
 /// parent key is the secret), they only need to differ from command to command.

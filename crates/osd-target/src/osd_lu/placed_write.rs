@@ -18,8 +18,9 @@ use tessera_engine::PlacedWrite;
 use tessera_osd_proto::{decode_before_data, ReplyPlacement, Request};
 use tessera_scsi::{Decided, Destination, Nexus, PlacedDataOut, ScsiOutcome, ScsiTask};
 use tessera_security::Authorized;
+use tessera_security::clock::now_ms;
 
-use super::{nanos_since, now_ms, OsdCommandSet};
+use super::{nanos_since, OsdCommandSet};
 use crate::spc::LUN0;
 
 impl OsdCommandSet {
