@@ -27,9 +27,15 @@ pub fn trim_stale_tail(data: &dyn ObjectData, addr: ObjectAddr, logical_len: u64
     Ok(())
 }
 
+/// Room to reserve for a layout's piece list: its piece count, but no more than the longest
+/// SGL, so a strided layout of one-byte blocks does not reserve gigabytes up front.
+pub(crate) fn piece_capacity(layout: &DataLayout, len: u64) -> usize {
+    layout.piece_count(len).min(limits::SGL_ENTRIES_MAX) as usize
+}
+
 /// Expands a layout into pieces with their buffer offsets, in list order.
 fn pieces(layout: &DataLayout, offset: u64, len: u64) -> Vec<Piece> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(piece_capacity(layout, len));
     let mut buf_offset = 0usize;
     layout.for_each_extent(offset, len, |object_offset, n| {
         out.push(Piece { object_offset, buf_offset, len: n as usize });
@@ -112,15 +118,19 @@ impl Engine {
         let _lock = self.locks.read(addr);
         let row = self.user_row(addr)?;
         let mut buf = vec![0u8; len as usize];
+        // One pass over the layout: each piece clamped to the logical length (what lies past
+        // it stays zero), its buffer offset where the unclamped pieces would put it.
         let mut past_end = false;
-        let clamped: Vec<Piece> = pieces(layout, offset, len)
-            .into_iter()
-            .filter_map(|p| {
-                let readable = row.logical_len.saturating_sub(p.object_offset).min(p.len as u64) as usize;
-                past_end |= readable < p.len;
-                (readable > 0).then_some(Piece { len: readable, ..p })
-            })
-            .collect();
+        let mut clamped: Vec<Piece> = Vec::with_capacity(piece_capacity(layout, len));
+        let mut buf_offset = 0usize;
+        layout.for_each_extent(offset, len, |object_offset, n| {
+            let readable = row.logical_len.saturating_sub(object_offset).min(n) as usize;
+            past_end |= readable < n as usize;
+            if readable > 0 {
+                clamped.push(Piece { object_offset, buf_offset, len: readable });
+            }
+            buf_offset += n as usize;
+        });
         self.data.read_pieces(addr, &clamped, &mut buf)?;
         cx.current.object = Some((ObjectKind::User, addr));
         let retrieved = self.finish_read(cx, addr, true)?;

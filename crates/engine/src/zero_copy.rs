@@ -93,7 +93,7 @@ impl Engine {
         };
         let readable_end = row.logical_len.min(stored);
         let mut past_end = false;
-        let mut segments: Vec<MappedSegment> = Vec::new();
+        let mut segments: Vec<MappedSegment> = Vec::with_capacity(crate::data::piece_capacity(layout, len));
         layout.for_each_extent(offset, len, |object_offset, n| {
             past_end |= object_offset + n > row.logical_len;
             let from_memory = readable_end.saturating_sub(object_offset).min(n) as usize;

@@ -51,6 +51,16 @@ impl DataLayout {
         }
     }
 
+    /// How many pieces [`DataLayout::for_each_extent`] calls back with for `total_len` bytes,
+    /// so a caller can size its piece list once instead of growing it.
+    pub fn piece_count(&self, total_len: u64) -> u64 {
+        match self {
+            DataLayout::Contiguous => u64::from(total_len > 0),
+            DataLayout::List(extents) => extents.len() as u64,
+            DataLayout::Strided { block_len, .. } | DataLayout::Nested { block_len, .. } => total_len.div_ceil((*block_len).max(1)),
+        }
+    }
+
     /// The pieces as a vector (convenience for tests and small lists).
     pub fn extents(&self, start: u64, total_len: u64) -> Vec<Extent> {
         let mut out = Vec::new();
@@ -62,6 +72,24 @@ impl DataLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn piece_count_is_what_the_walk_yields() {
+        let layouts = [
+            DataLayout::Contiguous,
+            DataLayout::List(vec![Extent { offset: 5, len: 3 }, Extent { offset: 0, len: 7 }]),
+            DataLayout::Strided { stride: 10, block_len: 4 },
+            DataLayout::Nested { block_len: 2, levels: vec![(3, 4), (2, 100)] },
+        ];
+        for l in &layouts {
+            for total in [0u64, 1, 4, 9, 10, 12] {
+                if matches!(l, DataLayout::List(_)) && total != 10 {
+                    continue; // a list's lengths always sum to the total
+                }
+                assert_eq!(l.piece_count(total), l.extents(0, total).len() as u64, "{l:?} over {total}");
+            }
+        }
+    }
 
     #[test]
     fn strided_last_block_is_short() {

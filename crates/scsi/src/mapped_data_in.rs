@@ -20,6 +20,11 @@ pub trait MappedMemory: Send + Sync {
     }
     /// Copies `[offset, offset + buf.len())` into `buf`.
     fn copy_out(&self, offset: usize, buf: &mut [u8]) -> io::Result<()>;
+    /// True once some page of the memory may have been replaced (e.g. by zeros after a fault):
+    /// bytes handed to the kernel since may not be the file's.
+    fn is_damaged(&self) -> bool {
+        false
+    }
 }
 
 /// One stretch of mapped Data-In: `len` bytes of the memory from `offset`, or `len` zeros.

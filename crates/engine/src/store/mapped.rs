@@ -120,6 +120,10 @@ impl tessera_scsi::MappedMemory for Mapping {
         let end = offset.checked_add(buf.len()).filter(|&e| e <= self.len).ok_or_else(|| io::Error::other("copy beyond the mapping"))?;
         self.read_pieces(&[piece], buf, end as u64)
     }
+
+    fn is_damaged(&self) -> bool {
+        Mapping::is_damaged(self)
+    }
 }
 
 impl Drop for Mapping {

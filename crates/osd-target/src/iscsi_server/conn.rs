@@ -16,12 +16,16 @@ use tessera_types::limits::CMD_WINDOW;
 use tracing::{debug, info, warn};
 
 use super::login::{login, LoginOutcome};
+use super::splice::SplicePipe;
 use super::{executor, reader, ServerShared};
 
 /// The socket writer and the StatSN counter it hands out.
 pub(crate) struct Tx {
     pub writer: PduWriter<TcpStream>,
     stat_sn: u32,
+    /// For sending list READ data by reference (mapped_send.rs); made on first use. `Err`
+    /// when it could not be made: such data is then copied into the socket.
+    pub send_pipe: Option<Result<SplicePipe, ()>>,
 }
 
 impl Tx {
@@ -245,7 +249,7 @@ pub(crate) fn run_connection(server: &Arc<ServerShared>, stream: TcpStream) {
         device: server.device.clone(),
         params,
         nexus,
-        tx: Mutex::new(Tx { writer, stat_sn }),
+        tx: Mutex::new(Tx { writer, stat_sn, send_pipe: None }),
         window: Mutex::new(Window { exp_cmd_sn, outstanding: 0 }),
         queue: Mutex::new(Queue::default()),
         queue_cv: Condvar::new(),

@@ -3,7 +3,8 @@
 //! MaxRecvDataSegmentLength, F at each MaxBurstLength sequence end, status on the last Data-In
 //! (S bit) when there is no sense and the command is not bidirectional, otherwise a SCSI
 //! Response carrying SenseLength + sense; residual over/underflow flags and counts. Data is
-//! written from the device's buffer with vectored writes, never copied.
+//! written from the device's buffer with vectored writes, never copied; a file range leaves
+//! with `sendfile`, pieces of a mapping by reference or vectored (mapped_send.rs).
 
 use std::io::{self, Write};
 use std::net::TcpStream;
@@ -11,10 +12,11 @@ use std::os::fd::AsRawFd;
 
 use tessera_iscsi::bhs::RESERVED_TAG;
 use tessera_iscsi::pdu::{tmf_response, DataIn, LogoutResponse, Pdu, ScsiResponse, RESPONSE_COMPLETED};
-use tessera_scsi::{FileDataIn, MappedDataIn, MappedSegment, ScsiOutcome, ScsiStatus, ScsiTask, TmfResult};
+use tessera_scsi::{FileDataIn, MappedDataIn, ScsiOutcome, ScsiStatus, ScsiTask, TmfResult};
 use tracing::{debug, warn};
 
 use super::conn::{Connection, ReadyTask, Work};
+use super::mapped_send;
 use super::reader::send_tmf_response;
 
 /// Sense data is prefixed by its 2-byte length in the SCSI Response data segment (§11.4.7).
@@ -89,7 +91,7 @@ pub(crate) fn run(conn: &Connection) {
     }
 }
 
-/// Largest command (Data-Out plus Data-In bytes) the reader thread runs itself.
+/// Largest command (Data-Out and Data-In bytes, each) the reader thread runs itself.
 pub(crate) const INLINE_BYTES_MAX: usize = 64 * 1024;
 
 /// Hands a ready task to the executor, or runs it right here on the reader thread when it is
@@ -100,7 +102,9 @@ pub(crate) const INLINE_BYTES_MAX: usize = 64 * 1024;
 pub(crate) fn submit(conn: &Connection, task: ReadyTask) -> io::Result<()> {
     // A placed WRITE's data is already stored, but its commit (an SQLite write) is left to the
     // executor so the reader goes on receiving the next command's data meanwhile.
-    let small = task.placed.is_none() && task.data_out.len() + task.data_in_len as usize <= INLINE_BYTES_MAX;
+    // Each direction is bounded on its own: a list READ's few bytes of descriptor (Data-Out)
+    // must not send a READ the contiguous form would run inline through the executor hop.
+    let small = task.placed.is_none() && task.data_out.len().max(task.data_in_len as usize) <= INLINE_BYTES_MAX;
     {
         let mut q = conn.queue();
         if !(small && q.work.is_empty() && q.running.is_none() && !q.closed) {
@@ -243,7 +247,14 @@ fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io:
                 mapped.read_at(offset as u64, &mut scratch)?;
                 tx.writer.write_pdu(&pdu, &[&scratch])?;
             }
-            Body::Mapped(mapped) => tx.writer.write_pdu(&pdu, &mapped_slices(mapped, offset as u64, len))?,
+            Body::Mapped(mapped) => {
+                let slices = mapped_send::slices(mapped, offset as u64, len);
+                if mapped_send::worth_splicing(&slices) && mapped_send::send_pdu(&mut tx, &pdu, mapped, &slices)? {
+                    conn.server.spliced_data_in.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                } else {
+                    tx.writer.write_pdu(&pdu, &slices)?;
+                }
+            }
         }
         data_sn += 1;
         offset += len;
@@ -263,32 +274,6 @@ enum Body<'a> {
     Bytes(&'a [u8]),
     File(&'a FileDataIn),
     Mapped(&'a MappedDataIn),
-}
-
-/// Data-In bytes `[at, at + len)` of mapped pieces as slices for one vectored write: the kernel
-/// copies from the mapping into the socket (one copy, as with `sendfile`). Where the object
-/// lost pages since the command ran (a truncate racing the READ, which runs after the object
-/// lock is released, or an I/O error), the kernel's copy fails with EFAULT and the connection
-/// closes: the initiator sees an error, never wrong bytes.
-fn mapped_slices(mapped: &MappedDataIn, at: u64, len: usize) -> Vec<&[u8]> {
-    static ZEROS: [u8; 64 * 1024] = [0u8; 64 * 1024];
-    let base = mapped.memory().as_ptr();
-    let mut out = Vec::new();
-    for s in mapped.slices(at, len) {
-        match s {
-            // SAFETY: MappedDataIn::new checked every segment lies inside the memory, which the
-            // outcome keeps alive while the slices are sent; they are only handed to the kernel.
-            MappedSegment::Memory { offset, len } => out.push(unsafe { std::slice::from_raw_parts(base.add(offset), len) }),
-            MappedSegment::Zeros(mut n) => {
-                while n > 0 {
-                    let k = n.min(ZEROS.len());
-                    out.push(&ZEROS[..k]);
-                    n -= k;
-                }
-            }
-        }
-    }
-    out
 }
 
 /// Sends Data-In bytes `[at, at + len)` of a file-held range with `sendfile(2)`: the page cache

@@ -12,6 +12,7 @@
 mod conn;
 mod executor;
 mod login;
+mod mapped_send;
 mod placement;
 mod r2t;
 mod reader;
@@ -74,6 +75,8 @@ pub(crate) struct ServerShared {
     pub sessions: AtomicUsize,
     /// Logins refused with Authentication failure.
     pub auth_failures: AtomicU64,
+    /// Data-In PDUs whose data left by reference from an object's mapping (mapped_send.rs).
+    pub spliced_data_in: AtomicU64,
     /// Clones of live sockets so that shutdown can close them.
     connections: Mutex<HashMap<u64, TcpStream>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -110,6 +113,7 @@ impl TargetServer {
             next_session_id: AtomicU64::new(1),
             sessions: AtomicUsize::new(0),
             auth_failures: AtomicU64::new(0),
+            spliced_data_in: AtomicU64::new(0),
             connections: Mutex::new(HashMap::new()),
             threads: Mutex::new(Vec::new()),
         });
@@ -183,6 +187,12 @@ impl ServerHandle {
     /// Logins refused so far because authentication failed.
     pub fn auth_failures(&self) -> u64 {
         self.shared.auth_failures.load(Ordering::Relaxed)
+    }
+
+    /// Data-In PDUs sent by reference from an object's mapping so far (list READs of large
+    /// pieces: the pages handed to the socket, no copy on the target).
+    pub fn spliced_data_in_pdus(&self) -> u64 {
+        self.shared.spliced_data_in.load(Ordering::Relaxed)
     }
 
     /// Stops accepting, closes every connection and waits for all server threads.

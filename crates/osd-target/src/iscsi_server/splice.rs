@@ -1,8 +1,14 @@
-//! Data-Out from the socket into an object's file without passing through this process:
-//! `splice(2)` socket -> pipe hands over the pages the kernel received into (no copy), pipe ->
-//! file copies them into the page cache (one copy). Raw TCP's receiver copies once too; the
-//! buffered path copies twice (socket -> buffer -> page cache), which on a two-core node is the
-//! difference between about half and most of a raw TCP stream (docs/benchmarks.md).
+//! A pipe for moving data without passing it through this process.
+//!
+//! Data-Out, socket -> file: `splice(2)` socket -> pipe hands over the pages the kernel
+//! received into (no copy), pipe -> file copies them into the page cache (one copy). Raw TCP's
+//! receiver copies once too; the buffered path copies twice (socket -> buffer -> page cache),
+//! which on a two-core node is the difference between about half and most of a raw TCP stream
+//! (docs/benchmarks.md).
+//!
+//! Data-In, memory -> socket: `vmsplice(2)` hands the pipe references to the pages under the
+//! slices (the page cache's own pages, for an object's mapping), `splice(2)` pipe -> socket
+//! hands them on to the socket: no copy on the target, as `sendfile` for a contiguous READ.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -111,6 +117,94 @@ impl SplicePipe {
     fn drop_bytes(&self, n: usize) -> io::Result<()> {
         let mut pipe = File::from(self.read.try_clone()?);
         io::copy(&mut (&mut pipe).take(n as u64), &mut io::sink()).map(|_| ())
+    }
+}
+
+/// Largest iovec count one `vmsplice` takes (UIO_MAXIOV).
+const IOVECS_PER_CALL: usize = 1024;
+
+impl SplicePipe {
+    /// Sends the concatenation of `slices` on `socket` by reference: the socket takes the
+    /// pages under them, not a copy. The caller must keep the slices' bytes unchanged until the
+    /// peer has read them (page-cache pages of a mapping qualify: they change only as the file
+    /// does, as with `sendfile`; a reused buffer does not). The pipe must be empty. On `Err`
+    /// the pipe may still hold bytes and the socket may have sent part of the data: the
+    /// connection must be closed and the pipe dropped, never reused. `still_valid` is asked
+    /// after each batch of pages is taken and before it is sent: `false` fails the send (the
+    /// mapping was damaged and some page may have been replaced by zeros).
+    pub fn send_slices(&self, socket: &TcpStream, slices: &[&[u8]], still_valid: impl Fn() -> bool) -> io::Result<()> {
+        let total: usize = slices.iter().map(|s| s.len()).sum();
+        let mut sent = 0usize;
+        let (mut index, mut skip) = (0usize, 0usize);
+        let mut iov: Vec<libc::iovec> = Vec::with_capacity(slices.len().min(IOVECS_PER_CALL));
+        while sent < total {
+            while skip == slices[index].len() {
+                index += 1;
+                skip = 0;
+            }
+            iov.clear();
+            for (k, s) in slices[index..].iter().take(IOVECS_PER_CALL).enumerate() {
+                let s = if k == 0 { &s[skip..] } else { s };
+                iov.push(libc::iovec { iov_base: s.as_ptr() as *mut libc::c_void, iov_len: s.len() });
+            }
+            let taken = self.take_pages(&iov)?;
+            if !still_valid() {
+                return Err(io::Error::other("a mapped page could not be read"));
+            }
+            sent += taken;
+            self.empty_into_socket(socket, taken, sent < total)?;
+            // Step past what was taken.
+            let mut left = taken;
+            while left > 0 {
+                let rest = slices[index].len() - skip;
+                if left < rest {
+                    skip += left;
+                    left = 0;
+                } else {
+                    left -= rest;
+                    index += 1;
+                    skip = 0;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `vmsplice` of as much of `iov` as the pipe holds; never waits (the pipe is empty, so at
+    /// least one page fits; a pipe left full by a bug fails with EAGAIN instead of hanging).
+    /// A page that cannot be read (an object truncated below a slice) fails with EFAULT: the
+    /// kernel takes pages without touching them from user space, so no SIGBUS is raised.
+    fn take_pages(&self, iov: &[libc::iovec]) -> io::Result<usize> {
+        loop {
+            // SAFETY: the iovecs describe memory the caller keeps alive for the call; the
+            // descriptor is our pipe's write end.
+            let rc = unsafe { libc::vmsplice(self.write.as_raw_fd(), iov.as_ptr(), iov.len(), libc::SPLICE_F_NONBLOCK) };
+            match check(rc) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Moves exactly `n` bytes from the pipe to the socket, telling the socket whether more
+    /// data follows at once (so it need not push a short segment in between).
+    fn empty_into_socket(&self, socket: &TcpStream, n: usize, more: bool) -> io::Result<()> {
+        let mut left = n;
+        while left > 0 {
+            let flags = libc::SPLICE_F_MOVE | if more { libc::SPLICE_F_MORE } else { 0 };
+            // SAFETY: both descriptors are open for the call; null offsets (a pipe and a
+            // socket have none).
+            let rc = unsafe { libc::splice(self.read.as_raw_fd(), std::ptr::null_mut(), socket.as_raw_fd(), std::ptr::null_mut(), left, flags) };
+            match check(rc) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(moved) => left -= moved,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 }
 
