@@ -21,39 +21,56 @@ pub const REPLY_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub struct Outbox {
     stream: TcpStream,
-    owed: Mutex<bool>,
-    settled: Condvar,
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// A reply is owed: the connection reads no further request.
+    owed: bool,
+    /// Someone is writing to the socket; others wait, so frames never interleave.
+    sending: bool,
+    /// Threads waiting on `changed` (a notify without waiters would still cost a syscall).
+    waiters: u32,
 }
 
 impl Outbox {
     /// The sending side of `stream` (a clone of the connection's socket).
     pub fn new(stream: TcpStream) -> io::Result<Arc<Outbox>> {
         stream.set_write_timeout(Some(REPLY_WRITE_TIMEOUT))?;
-        Ok(Arc::new(Outbox { stream, owed: Mutex::new(false), settled: Condvar::new() }))
+        Ok(Arc::new(Outbox { stream, state: Mutex::new(State::default()), changed: Condvar::new() }))
     }
 
     /// Sends a reply now (the connection thread, with nothing owed).
     pub fn send(&self, bytes: &[u8]) -> io::Result<()> {
-        (&self.stream).write_all(bytes)
+        self.start_sending(false);
+        let sent = (&self.stream).write_all(bytes);
+        self.done_sending();
+        sent
     }
 
     /// Marks a reply as owed, before handing [`Outbox::deliver`] to another thread.
     pub fn owe(&self) {
-        *self.owed.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.lock().owed = true;
     }
 
     /// Returns once no reply is owed.
     pub fn wait_settled(&self) {
-        let mut owed = self.owed.lock().unwrap_or_else(|p| p.into_inner());
-        while *owed {
-            owed = self.settled.wait(owed).unwrap_or_else(|p| p.into_inner());
+        let mut s = self.lock();
+        while s.owed {
+            s = self.wait(s);
         }
     }
 
     /// Sends the owed reply without blocking; what does not fit is finished on its own thread.
+    /// The debt is cleared before the bytes leave (the socket is held meanwhile, so whatever
+    /// the connection sends next still follows them): a client that answers at once must not
+    /// find its connection thread still waiting for this thread to be scheduled again.
     pub fn deliver(self: &Arc<Self>, bytes: Vec<u8>) {
+        self.start_sending(true);
         match send_without_waiting(&self.stream, &bytes) {
-            Ok(sent) if sent == bytes.len() => self.settle(),
+            Ok(sent) if sent == bytes.len() => self.done_sending(),
             Ok(sent) => {
                 let me = self.clone();
                 let spawned = std::thread::Builder::new().name("mds-slow-reply".into()).spawn(move || {
@@ -61,26 +78,57 @@ impl Outbox {
                         tracing::debug!(%e, "a client did not take its reply; closing the connection");
                         let _ = me.stream.shutdown(Shutdown::Both);
                     }
-                    me.settle();
+                    me.done_sending();
                 });
                 if let Err(e) = spawned {
                     tracing::warn!(%e, "cannot start a thread for a slow reply; closing the connection");
                     let _ = self.stream.shutdown(Shutdown::Both);
-                    self.settle();
+                    self.done_sending();
                 }
             }
             Err(e) => {
                 // The client is gone; its connection thread sees the end of the stream.
                 tracing::debug!(%e, "reply not sent");
                 let _ = self.stream.shutdown(Shutdown::Both);
-                self.settle();
+                self.done_sending();
             }
         }
     }
 
-    fn settle(&self) {
-        *self.owed.lock().unwrap_or_else(|p| p.into_inner()) = false;
-        self.settled.notify_all();
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes the socket (waiting for another sender); `settles` clears the debt too.
+    fn start_sending(&self, settles: bool) {
+        let mut s = self.lock();
+        while s.sending {
+            s = self.wait(s);
+        }
+        s.sending = true;
+        if settles && s.owed {
+            s.owed = false;
+            self.wake(&s);
+        }
+    }
+
+    fn done_sending(&self) {
+        let mut s = self.lock();
+        s.sending = false;
+        self.wake(&s);
+    }
+
+    fn wait<'a>(&self, mut s: std::sync::MutexGuard<'a, State>) -> std::sync::MutexGuard<'a, State> {
+        s.waiters += 1;
+        let mut s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+        s.waiters -= 1;
+        s
+    }
+
+    fn wake(&self, s: &State) {
+        if s.waiters > 0 {
+            self.changed.notify_all();
+        }
     }
 }
 
