@@ -354,9 +354,15 @@ impl Mds {
                     return Answer::WhenDurable(pending, reply);
                 }
                 Err(CreateError::PoolEmpty(osds)) => {
+                    // The refill judges the pools by what is committed: the group holding
+                    // the objects creates took meanwhile must be committed first, or it sees
+                    // them as still there and makes nothing.
+                    if let Err(e) = self.ns.wait(pending) {
+                        return Answer::Now(Err(e));
+                    }
                     for osd in osds {
                         if let Err(e) = self.pools.refill(osd) {
-                            return Answer::WhenDurable(pending, Err(e));
+                            return Answer::Now(Err(e));
                         }
                     }
                 }
