@@ -156,3 +156,52 @@ fn a_pipelining_client_gets_every_reply_in_order() {
         }
     }
 }
+
+/// (How much a socket buffers is the kernel's choice, so this may not force a reply onto a
+/// thread of its own; `outbox.rs`'s unit test does, with small buffers.)
+#[test]
+fn a_client_that_stops_reading_holds_up_no_one_else() {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    let tmp = tempfile::tempdir().unwrap();
+    let addr = serve(tmp.path());
+    let slow = std::net::TcpStream::connect(&addr).unwrap();
+    // A small receive buffer, so the server's replies soon stop fitting.
+    let small: libc::c_int = 4096;
+    // SAFETY: a valid socket and a c_int option value of the given size.
+    let set = unsafe {
+        libc::setsockopt(slow.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, (&small as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t)
+    };
+    assert_eq!(set, 0);
+    const PIPELINED: u64 = 3000;
+    let mut writer = slow.try_clone().unwrap();
+    let sender = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        for i in 0..PIPELINED {
+            let request = Request::Create { parent: InodeId::ROOT, name: format!("slow{i}"), new: NEW, stripe: None };
+            bytes.extend_from_slice(&encode_frame(&Frame { request_id: i, message: Message::Request(request) }));
+        }
+        writer.write_all(&bytes).unwrap();
+    });
+    // Meanwhile, with the slow client's replies piling up unread, another client's creates go
+    // through the same group commit.
+    let mut other = MdsConnection::connect(addr.as_str()).unwrap();
+    for i in 0..100 {
+        match call(&mut other, Request::Create { parent: InodeId::ROOT, name: format!("other{i}"), new: NEW, stripe: None }) {
+            Ok(Reply::Created { .. }) => {}
+            r => panic!("other{i}: {r:?}"),
+        }
+    }
+    // The slow client reads at last: every reply, in order.
+    let mut reader = std::io::BufReader::new(slow);
+    for i in 0..PIPELINED {
+        let mut header = [0u8; 4];
+        reader.read_exact(&mut header).unwrap();
+        let mut body = vec![0u8; frame_body_len(header).unwrap()];
+        reader.read_exact(&mut body).unwrap();
+        let frame = Frame::decode_body(&body).unwrap();
+        assert_eq!(frame.request_id, i);
+        assert!(matches!(frame.message, Message::Reply(Ok(Reply::Created { .. }))), "reply {i}: {:?}", frame.message);
+    }
+    sender.join().unwrap();
+}
