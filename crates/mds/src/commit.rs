@@ -4,30 +4,40 @@
 //!
 //! - Steps run on their callers' threads, one at a time under the writer lock, each in a
 //!   SAVEPOINT of the open transaction (one is begun when none is open), so a failing step rolls
-//!   back only itself. A step does not commit: it joins the open group and waits for it to be
-//!   durable.
-//! - Whoever needs a group durable and finds no flush running becomes the flusher: it commits
-//!   the open group (with `synchronous=NORMAL`, COMMIT appends the frames to the WAL without
-//!   syncing), releases the writer, syncs the WAL (fdatasync), and wakes everyone. Steps that
-//!   arrive meanwhile form the next group. So a group is every step since the last flush began,
-//!   pages several steps touch (the directory, the inode table's last leaf, the allocators)
-//!   are written once per group, and the disk's flush overlaps the next group's work.
+//!   back only itself. A step does not commit: it joins the open group.
+//! - A flush round commits the open group (with `synchronous=NORMAL`, COMMIT appends the frames
+//!   to the WAL without syncing), releases the writer, syncs the WAL (fdatasync), and then
+//!   answers everyone the group covers. Steps that arrive meanwhile form the next group. So a
+//!   group is every step since the last round began, pages several steps touch are written
+//!   once per group, and the disk's flush overlaps the next group's work.
+//! - Two ways to wait for a step: a caller that needs the outcome blocks ([`GroupCommit::write`];
+//!   it runs the round itself when none is running). A caller that only has to answer
+//!   ([`GroupCommit::start_write`] + [`GroupCommit::when_durable`]) hands over a callback and
+//!   goes back to its socket: the round that makes the step durable runs the callback (it sends
+//!   the reply), so a create costs its connection thread no wake-up beyond its socket's. The
+//!   caller runs the round itself if none is running; rounds still owed when one ends run on
+//!   the [`Committer`] thread, which loops while callbacks wait (no caller is kept from its
+//!   own socket for longer than one round).
+//! - Creates leave hot rows unsettled in memory (`store/hot.rs`); the round settles them into
+//!   the group just before its COMMIT, and every other step settles them before it runs.
 //! - SQLite's recovery keeps every transaction whose frames reached the WAL intact (frames are
 //!   checksummed in a chain), so a group committed before a completed flush survives a crash.
-//!   Checkpoints (run by SQLite inside a COMMIT) sync the WAL and the database themselves.
 //! - Readers see a group as soon as it is committed, before it is flushed; so a read waits,
 //!   before answering, until every group that had begun committing when it ended is durable
 //!   ([`GroupCommit::wait_visible_durable`]). Nothing answered is ever taken back by a crash.
 //! - A failed step still waits for its group: it may have judged by another step of the group
 //!   (EEXIST from a name created in it) and must not answer by state a failure takes back.
-//! - A failed fdatasync leaves the WAL's state on disk unknown: every later write is refused
+//! - A failed COMMIT answers the whole group EIO and reloads the hot rows from the store. A
+//!   failed fdatasync leaves the WAL's state on disk unknown: every later write is refused
 //!   with EIO until the server restarts and SQLite recovers from what is on disk.
 
 use std::collections::VecDeque;
 use std::fs::File;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use tessera_mds_proto::FsError;
 
@@ -36,11 +46,36 @@ use crate::store::{exec, Store};
 /// Failed groups remembered for waiters that have not woken yet.
 const FAILED_KEPT: usize = 64;
 
+/// What runs once a step's group is durable (`Ok`) or lost (`Err`), e.g. sending its reply.
+pub type OnDurable = Box<dyn FnOnce(Result<(), FsError>) + Send>;
+
+/// A step that has run in a group not yet known durable.
+#[derive(Debug)]
+pub struct Pending {
+    group: u64,
+}
+
 struct Writer {
     store: Store,
     /// The group whose transaction is open.
     open: Option<u64>,
     last_group: u64,
+    /// A create failed part-way in the open group (it runs without a savepoint): the group
+    /// must be rolled back, not committed.
+    lost: bool,
+}
+
+/// How a step runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum StepKind {
+    /// Settles the hot rows first, then runs in a savepoint.
+    Guarded,
+    /// A create: leaves the hot rows unsettled and runs without a savepoint. Its failures
+    /// before its first write leave nothing; after it, it marks the store partial
+    /// ([`Store::take_partial`]) and the whole group is lost. A SAVEPOINT makes SQLite copy
+    /// every page the step is first to touch into a statement journal, a cost paid per create
+    /// for a rollback that almost never happens.
+    Create,
 }
 
 struct Flush {
@@ -50,6 +85,55 @@ struct Flush {
     durable: u64,
     flushing: bool,
     failed: VecDeque<u64>,
+    /// Callbacks waiting for their groups, in the order their steps ran.
+    callbacks: Vec<(u64, OnDurable)>,
+    /// Rounds run so far (the clock of `askers`).
+    rounds: u64,
+    askers: Askers,
+    /// The committer is waiting for the open group to gather its askers.
+    gathering: bool,
+    /// The committer thread should stop.
+    stop: bool,
+}
+
+/// Rounds an asker counts as active after its last callback.
+const ASKER_ROUNDS: u64 = 8;
+/// The longest a round waits for the open group to gather the active askers.
+pub const GATHER_MAX: Duration = Duration::from_micros(200);
+
+/// Who handed callbacks lately (one id per connection), so that a round can wait until each
+/// active one has a step in the group: with every client waiting for its previous reply
+/// before the next create, committing at the first step makes groups of one or two, and the
+/// COMMIT, the WAL's pages and the flush are paid per create instead of per group.
+#[derive(Default)]
+struct Askers {
+    /// (asker, the round in which it last asked).
+    recent: Vec<(usize, u64)>,
+}
+
+impl Askers {
+    fn saw(&mut self, asker: usize, round: u64) {
+        self.recent.retain(|(a, seen)| *a != asker && seen + ASKER_ROUNDS >= round);
+        self.recent.push((asker, round));
+    }
+
+    fn active(&self, round: u64) -> usize {
+        self.recent.iter().filter(|(_, seen)| seen + ASKER_ROUNDS >= round).count()
+    }
+}
+
+impl Flush {
+    fn outcome(&self, group: u64, broken: bool) -> Option<Result<(), FsError>> {
+        if self.failed.contains(&group) {
+            Some(Err(FsError::Io))
+        } else if self.durable >= group {
+            Some(Ok(()))
+        } else if broken {
+            Some(Err(FsError::Io))
+        } else {
+            None
+        }
+    }
 }
 
 /// The writer connection of one store, with group commit.
@@ -62,6 +146,8 @@ pub struct GroupCommit {
     broken: AtomicBool,
     flush: Mutex<Flush>,
     changed: Condvar,
+    /// Wakes the committer thread: callbacks are owed a round.
+    owed: Condvar,
     /// Counters for tests and statistics: steps run, groups committed, WAL flushes done.
     steps: AtomicU64,
     commits: AtomicU64,
@@ -72,12 +158,23 @@ impl GroupCommit {
     /// `store` is the writer connection (with `synchronous=NORMAL`), `wal` its open WAL file.
     pub fn new(store: Store, wal: File) -> GroupCommit {
         GroupCommit {
-            writer: Mutex::new(Writer { store, open: None, last_group: 0 }),
+            writer: Mutex::new(Writer { store, open: None, last_group: 0, lost: false }),
             wal,
             begun: AtomicU64::new(0),
             broken: AtomicBool::new(false),
-            flush: Mutex::new(Flush { committed: 0, durable: 0, flushing: false, failed: VecDeque::new() }),
+            flush: Mutex::new(Flush {
+                committed: 0,
+                durable: 0,
+                flushing: false,
+                failed: VecDeque::new(),
+                callbacks: Vec::new(),
+                rounds: 0,
+                askers: Askers::default(),
+                gathering: false,
+                stop: false,
+            }),
             changed: Condvar::new(),
+            owed: Condvar::new(),
             steps: AtomicU64::new(0),
             commits: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
@@ -87,9 +184,51 @@ impl GroupCommit {
     /// Runs `step` atomically (an error rolls it back) and returns its result once the step
     /// is durable.
     pub fn write<R, E: From<FsError>>(&self, step: impl FnOnce(&mut Store) -> Result<R, E>) -> Result<R, E> {
-        let (group, result) = self.run_step(step)?;
+        let (group, result) = self.run_step(step, StepKind::Guarded)?;
         self.wait_durable(group)?;
         result
+    }
+
+    /// Runs a create's `step` atomically (an error rolls it back) without settling the hot
+    /// rows first, and returns at once: its result, and the [`Pending`] durability that must be
+    /// waited for ([`GroupCommit::wait`]) or handed a callback ([`GroupCommit::when_durable`])
+    /// before anyone is told the result, failure included.
+    pub fn start_write<R, E: From<FsError>>(&self, step: impl FnOnce(&mut Store) -> Result<R, E>) -> Result<(Pending, Result<R, E>), FsError> {
+        let (group, result) = self.run_step(step, StepKind::Create)?;
+        Ok((Pending { group }, result))
+    }
+
+    /// Returns once `pending` is durable; EIO if its group was lost.
+    pub fn wait(&self, pending: Pending) -> Result<(), FsError> {
+        self.wait_durable(pending.group)
+    }
+
+    /// Runs `then` once `pending` is durable (or lost), on whichever thread finishes the round
+    /// that decides it. `asker` names who waits (one id per connection). Alone, the caller
+    /// runs the round itself if none is running; with other askers active, the committer
+    /// thread gathers their steps into one group first.
+    pub fn when_durable(&self, pending: Pending, asker: usize, then: OnDurable) {
+        let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(outcome) = f.outcome(pending.group, self.broken.load(Ordering::SeqCst)) {
+            drop(f);
+            then(outcome);
+            return;
+        }
+        f.callbacks.push((pending.group, then));
+        let round = f.rounds;
+        f.askers.saw(asker, round);
+        let active = f.askers.active(round);
+        if f.flushing {
+            if f.gathering && f.callbacks.len() >= active {
+                self.owed.notify_one();
+            }
+        } else if active > 1 {
+            self.owed.notify_one();
+        } else {
+            f.flushing = true;
+            drop(f);
+            self.flush_round();
+        }
     }
 
     /// Runs `step` atomically and returns once it is committed, without waiting for the
@@ -97,7 +236,7 @@ impl GroupCommit {
     /// repairs, such as a journal row for an object already removed). Durability follows
     /// commit order, so any later durable step makes this one durable too.
     pub fn write_relaxed<R, E: From<FsError>>(&self, step: impl FnOnce(&mut Store) -> Result<R, E>) -> Result<R, E> {
-        let (group, result) = self.run_step(step)?;
+        let (group, result) = self.run_step(step, StepKind::Guarded)?;
         {
             let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
             if w.open == Some(group) {
@@ -129,13 +268,14 @@ impl GroupCommit {
         (self.steps.load(Ordering::Relaxed), self.commits.load(Ordering::Relaxed), self.flushes.load(Ordering::Relaxed))
     }
 
-    /// Runs `step` in the open group (opening one if needed); returns the group and the
-    /// step's result. Nothing is committed yet.
-    fn run_step<R, E: From<FsError>>(&self, step: impl FnOnce(&mut Store) -> Result<R, E>) -> Result<(u64, Result<R, E>), FsError> {
+    /// Runs `step` in the open group (opening one if needed) as `kind` says; returns the group
+    /// and the step's result. Nothing is committed yet.
+    fn run_step<R, E: From<FsError>>(&self, step: impl FnOnce(&mut Store) -> Result<R, E>, kind: StepKind) -> Result<(u64, Result<R, E>), FsError> {
         if self.broken.load(Ordering::SeqCst) {
             return Err(FsError::Io);
         }
-        // Poisoning: a step panicked; its savepoint was rolled back, so carrying on is safe.
+        // Poisoning: a step panicked; its savepoint was rolled back (or its group marked
+        // lost), so carrying on is safe.
         let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let group = match w.open {
             Some(group) => group,
@@ -147,7 +287,25 @@ impl GroupCommit {
             }
         };
         self.steps.fetch_add(1, Ordering::Relaxed);
-        let outcome = in_savepoint(&mut w.store, step);
+        let outcome = match kind {
+            StepKind::Guarded => {
+                // Outside the step's savepoint: a failing step must not take the settled rows
+                // back.
+                if let Err(e) = w.store.settle() {
+                    return Ok((group, Err(e.into())));
+                }
+                let outcome = in_savepoint(&mut w.store, step);
+                w.store.take_partial();
+                outcome
+            }
+            StepKind::Create => {
+                let outcome = catch_unwind(AssertUnwindSafe(|| step(&mut w.store)));
+                if w.store.take_partial() || outcome.is_err() {
+                    w.lost = true;
+                }
+                outcome
+            }
+        };
         drop(w);
         // A panicking step leaves its group to the next flush and unwinds at once.
         Ok((group, outcome.unwrap_or_else(|p| resume_unwind(p))))
@@ -157,16 +315,21 @@ impl GroupCommit {
     fn commit_open(&self, w: &mut Writer) {
         let Some(group) = w.open.take() else { return };
         self.begun.store(group, Ordering::SeqCst);
-        let committed = exec(w.store.conn(), "COMMIT", []).is_ok();
+        let committed = !std::mem::take(&mut w.lost) && w.store.settle().is_ok() && exec(w.store.conn(), "COMMIT", []).is_ok();
         if !committed {
-            // A failed COMMIT may leave the transaction open; the next group must start clean.
+            // A failed COMMIT may leave the transaction open; the next group must start clean,
+            // and memory must forget the group's hot rows.
             let _ = w.store.conn().execute_batch("ROLLBACK");
+            if let Err(e) = w.store.reload_hot() {
+                tracing::error!(%e, "cannot reload the metadata counters; refusing writes until restart");
+                self.broken.store(true, Ordering::SeqCst);
+            }
         }
         self.commits.fetch_add(1, Ordering::Relaxed);
         let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
         f.committed = group;
         if !committed {
-            tracing::error!(group, "group commit failed; its requests get EIO");
+            tracing::error!(group, "group commit failed or a step failed part-way; its requests get EIO");
             f.failed.push_back(group);
             if f.failed.len() > FAILED_KEPT {
                 f.failed.pop_front();
@@ -184,43 +347,123 @@ impl GroupCommit {
         }
     }
 
-    /// Returns once `group` is on disk: flushes unless a flush is running, then waits for the
-    /// flush that covers it.
+    /// Returns once `group` is on disk: runs a round unless one is running, then waits for the
+    /// round that covers it.
     fn wait_durable(&self, group: u64) -> Result<(), FsError> {
         let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
         loop {
-            if f.failed.contains(&group) {
-                return Err(FsError::Io);
-            }
-            if f.durable >= group {
-                return Ok(());
-            }
-            if self.broken.load(Ordering::SeqCst) {
-                return Err(FsError::Io);
+            if let Some(outcome) = f.outcome(group, self.broken.load(Ordering::SeqCst)) {
+                return outcome;
             }
             if !f.flushing {
                 f.flushing = true;
                 drop(f);
-                {
-                    let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-                    self.commit_open(&mut w);
-                }
-                let target = self.flush.lock().unwrap_or_else(|p| p.into_inner()).committed;
-                let synced = self.wal.sync_data();
-                self.flushes.fetch_add(1, Ordering::Relaxed);
+                self.flush_round();
                 f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
-                f.flushing = false;
-                match synced {
-                    Ok(()) => f.durable = f.durable.max(target),
-                    Err(e) => {
-                        tracing::error!(%e, "flushing the metadata WAL failed; refusing writes until restart");
-                        self.broken.store(true, Ordering::SeqCst);
-                    }
-                }
-                self.changed.notify_all();
                 continue;
             }
             f = self.changed.wait(f).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// One round (the caller has set `flushing`): commits the open group, syncs the WAL, wakes
+    /// the waiters and runs the callbacks it decided. Callbacks of later groups are left to
+    /// the committer thread.
+    fn flush_round(&self) {
+        {
+            let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+            self.commit_open(&mut w);
+        }
+        let target = self.flush.lock().unwrap_or_else(|p| p.into_inner()).committed;
+        let synced = self.wal.sync_data();
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+        let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
+        f.flushing = false;
+        f.rounds += 1;
+        match synced {
+            Ok(()) => f.durable = f.durable.max(target),
+            Err(e) => {
+                tracing::error!(%e, "flushing the metadata WAL failed; refusing writes until restart");
+                self.broken.store(true, Ordering::SeqCst);
+            }
+        }
+        let broken = self.broken.load(Ordering::SeqCst);
+        let mut decided = Vec::new();
+        let mut i = 0;
+        while i < f.callbacks.len() {
+            match f.outcome(f.callbacks[i].0, broken) {
+                Some(outcome) => decided.push((f.callbacks.remove(i).1, outcome)),
+                None => i += 1,
+            }
+        }
+        if !f.callbacks.is_empty() {
+            self.owed.notify_one();
+        }
+        self.changed.notify_all();
+        drop(f);
+        for (then, outcome) in decided {
+            then(outcome);
+        }
+    }
+
+    /// The committer thread's loop: a round whenever callbacks wait and no round runs.
+    fn commit_loop(&self) {
+        let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if f.stop {
+                return;
+            }
+            if !f.callbacks.is_empty() && !f.flushing {
+                f.flushing = true;
+                f = self.gather(f);
+                drop(f);
+                self.flush_round();
+                f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            f = self.owed.wait(f).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+impl GroupCommit {
+    /// Waits (at most [`GATHER_MAX`]) until the open group holds a step of every active asker.
+    fn gather<'a>(&self, mut f: std::sync::MutexGuard<'a, Flush>) -> std::sync::MutexGuard<'a, Flush> {
+        let deadline = Instant::now() + GATHER_MAX;
+        f.gathering = true;
+        while !f.stop && f.callbacks.len() < f.askers.active(f.rounds) {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            f = self.owed.wait_timeout(f, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        f.gathering = false;
+        f
+    }
+}
+
+/// The thread that runs the rounds callbacks are owed when no caller is running one
+/// (see the module header). Stops when dropped.
+pub struct Committer {
+    gc: Arc<GroupCommit>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Committer {
+    pub fn start(gc: Arc<GroupCommit>) -> std::io::Result<Committer> {
+        let looped = gc.clone();
+        let thread = std::thread::Builder::new().name("mds-commit".into()).spawn(move || looped.commit_loop())?;
+        Ok(Committer { gc, thread: Some(thread) })
+    }
+}
+
+impl Drop for Committer {
+    fn drop(&mut self) {
+        self.gc.flush.lock().unwrap_or_else(|p| p.into_inner()).stop = true;
+        self.gc.owed.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }
@@ -274,8 +517,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let gc = open(tmp.path());
         // Two steps run before anyone flushes: one group.
-        let (g1, a) = gc.run_step(mkdir_step("a")).unwrap();
-        let (g2, b) = gc.run_step(mkdir_step("b")).unwrap();
+        let (g1, a) = gc.run_step(mkdir_step("a"), StepKind::Guarded).unwrap();
+        let (g2, b) = gc.run_step(mkdir_step("b"), StepKind::Guarded).unwrap();
         assert!(a.is_ok() && b.is_ok());
         assert_eq!(g1, g2);
         gc.wait_durable(g2).unwrap();
@@ -296,9 +539,9 @@ mod tests {
                 // Writes, then fails: the savepoint takes the write back.
                 s.mkdir(InodeId::ROOT, "half", &DIR, Timespec::default())?;
                 s.mkdir(InodeId::ROOT, "taken", &DIR, Timespec::default())
-            })
+            }, StepKind::Guarded)
             .unwrap();
-        let (g2, b) = gc.run_step(mkdir_step("b")).unwrap();
+        let (g2, b) = gc.run_step(mkdir_step("b"), StepKind::Guarded).unwrap();
         assert_eq!(g1, g2);
         assert_eq!(a.map(drop), Err(FsError::Exists));
         assert!(b.is_ok());
@@ -319,6 +562,99 @@ mod tests {
         assert!(panicked.is_err());
         gc.write(mkdir_step("after")).unwrap();
         assert_eq!(names(&gc), vec!["after".to_string()]);
+    }
+
+    fn ready_pool(gc: &GroupCommit, objects: u64) {
+        gc.write(|s| {
+            let range = s.reserve_precreate(0, objects)?;
+            s.precreate_ready(&range)
+        })
+        .unwrap();
+    }
+
+    const POLICY: crate::store::files::StripePolicy = crate::store::files::StripePolicy {
+        default: tessera_mds_proto::StripeHint { stripe_unit: 65536, stripe_count: 1, start_osd: None },
+        osd_count: 1,
+    };
+
+    fn create_step(name: &'static str, now: Timespec) -> impl FnOnce(&mut Store) -> Result<crate::store::NewFile, crate::store::files::CreateError> {
+        move |s| s.create_file(InodeId::ROOT, name, &DIR, None, &POLICY, now)
+    }
+
+    #[test]
+    fn a_callback_runs_once_its_step_is_durable() {
+        let tmp = tempfile::tempdir().unwrap();
+        let gc = Arc::new(open(tmp.path()));
+        let _committer = Committer::start(gc.clone()).unwrap();
+        let (pending, made) = gc.start_write(mkdir_step("a")).unwrap();
+        assert!(made.is_ok());
+        assert_eq!(gc.counters().2, 0, "nothing flushed yet");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let seen = gc.clone();
+        gc.when_durable(pending, 1, Box::new(move |outcome| tx.send((outcome, seen.counters())).unwrap()));
+        let (outcome, (_, commits, flushes)) = rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+        assert_eq!(outcome, Ok(()));
+        assert!(commits >= 1 && flushes >= 1, "the callback ran after the commit and the flush");
+    }
+
+    #[test]
+    fn hot_rows_settle_before_other_steps_and_at_commit() {
+        let tmp = tempfile::tempdir().unwrap();
+        {
+            let gc = open(tmp.path());
+            ready_pool(&gc, 8);
+            let created_at = Timespec { secs: 100, nanos: 0 };
+            let set_at = Timespec { secs: 50, nanos: 0 };
+            // Creates leave the root's times unsettled; a utimes later in the same group must
+            // see them written first, or the commit's settle would overwrite its time.
+            let (p1, f1) = gc.start_write(create_step("f1", created_at)).unwrap();
+            let (p2, f2) = gc.start_write(create_step("f2", created_at)).unwrap();
+            let changes = tessera_mds_proto::SetAttrs { mode: None, uid: None, gid: None, atime: None, mtime: Some(set_at) };
+            let changed_at = Timespec { secs: 70, nanos: 0 };
+            let (g3, _) = gc.run_step(move |s| s.setattr(InodeId::ROOT, &changes, changed_at), StepKind::Guarded).unwrap();
+            assert_eq!(p1.group, p2.group);
+            assert_eq!(p2.group, g3);
+            let (f1, f2) = (f1.unwrap(), f2.unwrap());
+            assert_ne!(f1.row.ino, f2.row.ino);
+            assert_ne!(f1.layout.objects, f2.layout.objects);
+            gc.wait(p2).unwrap();
+            let root = gc.write(|s| s.inode(InodeId::ROOT)).unwrap();
+            assert_eq!((root.mtime, root.ctime), (set_at, changed_at), "the utimes came last");
+        }
+        // Reopened: two of eight objects taken, and the next inode is new.
+        let gc = open(tmp.path());
+        let counts = gc.write(|s| s.precreated_counts()).unwrap();
+        assert_eq!(counts, vec![(0, 6)]);
+        let f3 = gc.write(create_step("f3", Timespec::default())).unwrap();
+        let names = names(&gc);
+        assert_eq!(names, vec!["f1".to_string(), "f2".to_string(), "f3".to_string()]);
+        for n in ["f1", "f2"] {
+            assert!(gc.write(|s| s.lookup(InodeId::ROOT, n)).unwrap().ino.local() < f3.row.ino.local());
+        }
+    }
+
+    #[test]
+    fn a_create_failing_part_way_loses_its_whole_group() {
+        let tmp = tempfile::tempdir().unwrap();
+        let gc = open(tmp.path());
+        ready_pool(&gc, 8);
+        let (p1, a) = gc.start_write(create_step("kept-out", Timespec::default())).unwrap();
+        let (p2, b) = gc
+            .start_write(|s| {
+                s.mkdir(InodeId::ROOT, "half", &DIR, Timespec::default())?;
+                s.mark_partial();
+                Err::<(), FsError>(FsError::Io)
+            })
+            .unwrap();
+        assert!(a.is_ok());
+        assert_eq!(b, Err(FsError::Io));
+        assert_eq!(gc.wait(p1), Err(FsError::Io), "a group with a partial step is rolled back, not committed");
+        assert_eq!(gc.wait(p2), Err(FsError::Io));
+        // The writer carries on from the stored state: the object the lost create took is
+        // still in the pool.
+        gc.write(mkdir_step("after")).unwrap();
+        assert_eq!(names(&gc), vec!["after".to_string()]);
+        assert_eq!(gc.write(|s| s.precreated_counts()).unwrap(), vec![(0, 8)]);
     }
 
     #[test]

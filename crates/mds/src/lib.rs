@@ -14,7 +14,8 @@
 //! - [`journal`]: the pending-removal journal that keeps create and unlink from leaking objects.
 //! - [`server`]: [`Mds`], one server: request dispatch, routing checks, OSD steps, peer calls.
 //! - [`peer`]: a blocking MDS connection (server to server, and for tests and tools).
-//! - [`tcp`]: the blocking TCP listener, one thread per connection.
+//! - [`tcp`]: the blocking TCP listener, one thread per connection; [`outbox`]: a
+//!   connection's sending side, which the group commit uses to send a create's reply.
 //!
 //! `docs/metadata.md` gives the schema, the split across servers and every decision.
 
@@ -24,6 +25,7 @@ pub mod db;
 pub mod journal;
 pub mod namespace;
 pub mod objects;
+pub mod outbox;
 pub mod peer;
 pub mod pools;
 pub mod security;
@@ -35,5 +37,5 @@ pub use objects::{DataObjects, ObjectsError, OsdObjects};
 pub use peer::{MdsConnection, PeerError};
 pub use pools::PrecreateConfig;
 pub use security::{OsdSecret, SecurityConfig, SecurityManager};
-pub use server::{Mds, MdsConfig, OpenError};
+pub use server::{Answer, Mds, MdsConfig, OpenError};
 pub use store::Store;

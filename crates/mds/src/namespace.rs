@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use tessera_mds_proto::{FsError, Timespec};
 
 use crate::checkpoint::Checkpointer;
-use crate::commit::GroupCommit;
+use crate::commit::{Committer, GroupCommit, OnDurable, Pending};
 use crate::db::{self, DbError};
 use crate::store::{exec, Store};
 
@@ -18,6 +18,7 @@ const READERS_IDLE_MAX: usize = 16;
 
 pub struct Namespace {
     writer: Arc<GroupCommit>,
+    _committer: Committer,
     _checkpointer: Checkpointer,
     path: PathBuf,
     server: u32,
@@ -33,8 +34,9 @@ impl Namespace {
         // What opening wrote (schema, root) is durable before anything is answered.
         wal.sync_data().map_err(|source| DbError::Wal { path: path.to_path_buf(), source })?;
         let writer = Arc::new(GroupCommit::new(store, wal));
+        let committer = Committer::start(writer.clone()).map_err(|source| DbError::Thread { source })?;
         let checkpointer = Checkpointer::start(path, writer.clone())?;
-        Ok(Namespace { writer, _checkpointer: checkpointer, path: path.to_path_buf(), server, readers: Mutex::new(Vec::new()) })
+        Ok(Namespace { writer, _committer: committer, _checkpointer: checkpointer, path: path.to_path_buf(), server, readers: Mutex::new(Vec::new()) })
     }
 
     pub fn server(&self) -> u32 {
@@ -44,6 +46,22 @@ impl Namespace {
     /// Runs one mutating step atomically (an error rolls it back); returns once it is durable.
     pub fn write<R, E: From<FsError>>(&self, step: impl FnOnce(&mut Store) -> Result<R, E>) -> Result<R, E> {
         self.writer.write(step)
+    }
+
+    /// Runs a create's step atomically; returns its result at once, with the durability to wait
+    /// for before anyone is told it ([`GroupCommit::start_write`]).
+    pub fn start_write<R, E: From<FsError>>(&self, step: impl FnOnce(&mut Store) -> Result<R, E>) -> Result<(Pending, Result<R, E>), FsError> {
+        self.writer.start_write(step)
+    }
+
+    /// Returns once `pending` is durable; EIO if it was lost.
+    pub fn wait(&self, pending: Pending) -> Result<(), FsError> {
+        self.writer.wait(pending)
+    }
+
+    /// Runs `then` once `pending` is durable or lost ([`GroupCommit::when_durable`]).
+    pub fn when_durable(&self, pending: Pending, asker: usize, then: OnDurable) {
+        self.writer.when_durable(pending, asker, then)
     }
 
     /// Runs one mutating step atomically; returns once committed, before it is durable. Only

@@ -19,6 +19,7 @@ use tessera_mds_proto::{Attr, ClusterMap, DirEntry, FileLayout, FileType, FsErro
 use tessera_security::clock::now_ms;
 use thiserror::Error;
 
+use crate::commit::{OnDurable, Pending};
 use crate::db::DbError;
 use crate::journal;
 use crate::namespace::{Namespace, NamespaceError};
@@ -59,6 +60,13 @@ pub enum OpenError {
     ServerIndex { index: u32, servers: usize },
     #[error("metadata store: {0}")]
     Store(FsError),
+}
+
+/// A request's answer: ready now, or to be sent only once a step is durable (EIO instead if
+/// its group is lost).
+pub enum Answer {
+    Now(Result<Reply, FsError>),
+    WhenDurable(Pending, Result<Reply, FsError>),
 }
 
 pub struct Mds {
@@ -211,8 +219,34 @@ impl Mds {
         journal::drain(&self.ns, self.objects.as_ref(), list);
     }
 
-    /// Answers one request.
+    /// Answers one request, waiting until what it changed is durable.
     pub fn handle(&self, request: Request) -> Result<Reply, FsError> {
+        match self.answer(request) {
+            Answer::Now(reply) => reply,
+            Answer::WhenDurable(pending, reply) => {
+                self.ns.wait(pending)?;
+                reply
+            }
+        }
+    }
+
+    /// Answers one request; a create's reply is returned with the durability it waits for,
+    /// so that the caller can hand it to [`Mds::when_durable`] rather than block.
+    pub fn answer(&self, request: Request) -> Answer {
+        match request {
+            Request::Create { parent, name, new, stripe } => self.create(parent, &name, &new, stripe),
+            other => Answer::Now(self.handle_now(other)),
+        }
+    }
+
+    /// Runs `then` once `pending` is durable (`Ok`) or lost (`Err`): it sends the reply.
+    /// `asker` is one id per connection (see [`crate::commit::GroupCommit::when_durable`]).
+    pub fn when_durable(&self, pending: Pending, asker: usize, then: OnDurable) {
+        self.ns.when_durable(pending, asker, then)
+    }
+
+    /// Every request but create, answered once durable.
+    fn handle_now(&self, request: Request) -> Result<Reply, FsError> {
         use Request as R;
         match request {
             R::Lookup { parent, name } => self.lookup(parent, &name).map(Reply::Attr),
@@ -220,7 +254,8 @@ impl Mds {
             R::SetAttr { ino, changes } => self.setattr(ino, &changes).map(Reply::Attr),
             R::Mkdir { parent, name, new } => self.mkdir(parent, &name, &new).map(Reply::Attr),
             R::Rmdir { parent, name } => self.rmdir(parent, &name).map(|()| Reply::Done),
-            R::Create { parent, name, new, stripe } => self.create(parent, &name, &new, stripe),
+            // `answer` routes creates to `create`; this only keeps the match whole.
+            R::Create { parent, name, new, stripe } => self.handle(R::Create { parent, name, new, stripe }),
             R::Unlink { parent, name } => {
                 let objects = self.ns.write(|s| s.unlink(parent, &name, now()))?;
                 self.remove_objects(&objects);
@@ -304,26 +339,39 @@ impl Mds {
 
     /// Create: one step takes the objects from the precreated pools and writes the inode, its
     /// entry and its layout. An empty pool is refilled here (one batch CREATE) and the step
-    /// tried again; after that the background filler keeps ahead.
-    fn create(&self, parent: InodeId, name: &str, new: &NewInode, stripe: Option<StripeHint>) -> Result<Reply, FsError> {
+    /// tried again; after that the background filler keeps ahead. The answer, success or
+    /// failure, waits for the step's group to be durable.
+    fn create(&self, parent: InodeId, name: &str, new: &NewInode, stripe: Option<StripeHint>) -> Answer {
         let policy = StripePolicy { default: self.config.default_stripe, osd_count: self.osd_count() };
         for _ in 0..CREATE_ATTEMPTS {
-            match self.ns.write(|s| s.create_file(parent, name, new, stripe, &policy, now())) {
+            let (pending, result) = match self.ns.start_write(|s| s.create_file(parent, name, new, stripe, &policy, now())) {
+                Ok(started) => started,
+                Err(e) => return Answer::Now(Err(e)),
+            };
+            match result {
                 Ok(f) => {
                     self.pools.took(f.layout.objects.iter().map(|o| o.osd));
-                    let grant = self.grant(&f.layout, &f.policy_tags, f.row.mode)?;
-                    return Ok(Reply::Created { attr: f.row.attr(0), layout: f.layout, grant });
+                    let reply = self.grant(&f.layout, &f.policy_tags, f.row.mode).map(|grant| Reply::Created { attr: f.row.attr(0), layout: f.layout, grant });
+                    return Answer::WhenDurable(pending, reply);
                 }
                 Err(CreateError::PoolEmpty(osds)) => {
+                    // The refill judges the pools by what is committed: the group holding
+                    // the objects creates took meanwhile must be committed first, or it sees
+                    // them as still there and makes nothing.
+                    if let Err(e) = self.ns.wait(pending) {
+                        return Answer::Now(Err(e));
+                    }
                     for osd in osds {
-                        self.pools.refill(osd)?;
+                        if let Err(e) = self.pools.refill(osd) {
+                            return Answer::Now(Err(e));
+                        }
                     }
                 }
-                Err(CreateError::Fs(e)) => return Err(e),
+                Err(CreateError::Fs(e)) => return Answer::WhenDurable(pending, Err(e)),
             }
         }
         tracing::warn!(%name, "precreated pools emptied faster than refilled");
-        Err(FsError::Io)
+        Answer::Now(Err(FsError::Io))
     }
 
     /// Credentials for a layout's objects under the file's mode; none without security.

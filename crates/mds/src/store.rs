@@ -6,9 +6,11 @@
 //!
 //! `files.rs` holds regular files (create, unlink, layouts, the removal journal);
 //! `precreate.rs` the precreated object ranges; `rename.rs` the rename rules. This file holds
-//! inodes, directories and symlinks. Hot statements go through `prepare_cached`.
+//! inodes, directories and symlinks; `hot.rs` the rows the writer keeps in memory between
+//! commits. Hot statements go through `prepare_cached`.
 
 pub mod files;
+mod hot;
 pub mod precreate;
 mod rename;
 
@@ -112,6 +114,9 @@ pub struct Dentry {
 pub struct Store {
     conn: Connection,
     server: u32,
+    hot: hot::Hot,
+    /// A create failed after its first write (see [`Store::take_partial`]).
+    partial: std::cell::Cell<bool>,
 }
 
 
@@ -188,12 +193,37 @@ impl Store {
             }
             tx.commit().map_err(io)?;
         }
-        Ok(Store { conn, server })
+        let hot = hot::Hot::load(&conn)?;
+        Ok(Store { conn, server, hot, partial: Default::default() })
     }
 
     /// Wraps a reader connection ([`crate::db::open_reader`]).
     pub fn reader(conn: Connection, server: u32) -> Store {
-        Store { conn, server }
+        Store { conn, server, hot: hot::Hot::default(), partial: Default::default() }
+    }
+
+    /// Writes the rows creates keep in memory (`hot.rs`) into the open transaction: before
+    /// its COMMIT, and before any step other than a create.
+    pub(crate) fn settle(&self) -> Result<(), FsError> {
+        self.hot.settle(&self.conn)
+    }
+
+    /// Whether the last step failed after writing part of its change (creates run without a
+    /// savepoint: `commit.rs` then rolls back the whole group); clears the flag.
+    pub(crate) fn take_partial(&self) -> bool {
+        self.partial.replace(false)
+    }
+
+    /// Marks the running step as failed part-way (tests of the group's rollback).
+    #[cfg(test)]
+    pub(crate) fn mark_partial(&self) {
+        self.partial.set(true);
+    }
+
+    /// Forgets what memory held ahead of the store, after the group's transaction was rolled
+    /// back.
+    pub(crate) fn reload_hot(&self) -> Result<(), FsError> {
+        self.hot.reload(&self.conn)
     }
 
     /// The connection, for the transaction statements of [`crate::namespace`].
@@ -214,14 +244,13 @@ impl Store {
         }
     }
 
-    /// Allocates the next inode id (one statement; a failing step's rollback returns it).
-    fn alloc_inode(&self, tx: &Connection) -> Result<InodeId, FsError> {
-        let local: i64 = query_opt(tx, "UPDATE meta SET value = value + 1 WHERE key = 'next_inode' RETURNING value - 1", [], |r| r.get(0))?
-            .ok_or(FsError::Io)?;
-        if local as u64 > InodeId::LOCAL_MAX {
+    /// Allocates the next inode id from memory (`hot.rs`: stored once per block).
+    fn alloc_inode(&self) -> Result<InodeId, FsError> {
+        let local = self.hot.alloc_inode();
+        if local > InodeId::LOCAL_MAX {
             return Err(FsError::NoSpace);
         }
-        Ok(InodeId::new(self.server, local as u64))
+        Ok(InodeId::new(self.server, local))
     }
 
     /// A local directory, or NotDir / Stale / Misdirected.
@@ -250,8 +279,14 @@ impl Store {
         }
     }
 
-    /// Adds an entry; a name already there is EEXIST (the primary key refuses it).
+    /// Adds an entry and moves the directory's times.
     fn add_entry(tx: &Connection, dir: InodeId, name: &str, ino: InodeId, kind: FileType, now: Timespec) -> Result<(), FsError> {
+        Self::insert_entry(tx, dir, name, ino, kind)?;
+        Self::touch_dir(tx, dir, now)
+    }
+
+    /// Adds an entry; a name already there is EEXIST (the primary key refuses it).
+    fn insert_entry(tx: &Connection, dir: InodeId, name: &str, ino: InodeId, kind: FileType) -> Result<(), FsError> {
         let inserted = tx
             .prepare_cached("INSERT INTO dentries (dir, name, ino, kind) VALUES (?1, ?2, ?3, ?4)")
             .and_then(|mut s| s.execute(params![dir.0 as i64, name, ino.0 as i64, kind.code() as i64]));
@@ -261,7 +296,7 @@ impl Store {
             }
             other => other.map_err(io)?,
         };
-        Self::touch_dir(tx, dir, now)
+        Ok(())
     }
 
     fn touch_dir(tx: &Connection, dir: InodeId, now: Timespec) -> Result<(), FsError> {
@@ -290,7 +325,7 @@ impl Store {
     pub fn mkdir(&mut self, parent: InodeId, name: &str, new: &NewInode, now: Timespec) -> Result<InodeRow, FsError> {
         let tx = &self.conn;
         self.check_free(tx, parent, name)?;
-        let ino = self.alloc_inode(tx)?;
+        let ino = self.alloc_inode()?;
         let row = new_row(ino, FileType::Directory, new, parent, now);
         insert_inode(tx, &row, None)?;
         Self::add_entry(tx, parent, name, ino, FileType::Directory, now)?;
@@ -303,7 +338,7 @@ impl Store {
     /// The inode half of a mkdir whose entry lives on another server (`PeerCreateDir`).
     pub fn create_dir_inode(&mut self, parent: InodeId, new: &NewInode, stripe: Option<StripeHint>, now: Timespec) -> Result<InodeRow, FsError> {
         let tx = &self.conn;
-        let ino = self.alloc_inode(tx)?;
+        let ino = self.alloc_inode()?;
         let row = new_row(ino, FileType::Directory, new, parent, now);
         insert_inode(tx, &row, None)?;
         files::put_dir_stripe(tx, ino, stripe)?;
@@ -378,7 +413,7 @@ impl Store {
         }
         let tx = &self.conn;
         self.check_free(tx, parent, name)?;
-        let ino = self.alloc_inode(tx)?;
+        let ino = self.alloc_inode()?;
         let mut row = new_row(ino, FileType::Symlink, &NewInode { mode: 0o777, ..*new }, InodeId(0), now);
         row.symlink = Some(target.to_string());
         insert_inode(tx, &row, None)?;

@@ -12,7 +12,7 @@ use tessera_layout::StripeLayout;
 use tessera_mds_proto::request::NewInode;
 use tessera_mds_proto::{FileLayout, FileType, FsError, InodeId, ObjectRef, StripeHint, Timespec};
 
-use super::precreate::{take_precreated, ObjectSeq, Range};
+use super::precreate::Range;
 use super::{exec, insert_inode, io, load_inode, new_row, query_opt, InodeRow, Store};
 
 /// Bits of an object id that hold the per-OSD sequence.
@@ -130,8 +130,10 @@ impl Store {
     /// create: takes one precreated object per slot and writes the inode, its entry and its
     /// object list. The objects already exist on their OSDs and were accounted for by their
     /// precreated range, so nothing is journaled and no OSD is called. Any refusal (a name
-    /// taken, an empty pool) is an error, so the caller's savepoint takes back what was
-    /// written before it; that keeps the common path to eight statements.
+    /// taken, an empty pool) happens before the first write. The inode counter, the pools' cursors and the parent's times are
+    /// hot rows (`hot.rs`), written once per group: the common path is four statements (the
+    /// parent, the entry, the inode, one object row per slot), and memory changes only once
+    /// they all succeeded.
     pub fn create_file(
         &mut self,
         parent: InodeId,
@@ -161,33 +163,48 @@ impl Store {
         if super::kind_of(kind) != FileType::Directory {
             return Err(FsError::NotDir.into());
         }
-        let ino = self.alloc_inode(tx)?;
+        let ino = self.alloc_inode()?;
         let (stripe, start) = resolve(&hint.or(dir_hint).unwrap_or(policy.default), policy.osd_count, ino.local())?;
-        let row = new_row(ino, FileType::Regular, new, InodeId(0), now);
-        // The entry first: a taken name fails here, before any other write.
-        Self::add_entry(tx, parent, name, ino, FileType::Regular, now)?;
-        insert_inode(tx, &row, Some(stripe.stripe_unit()))?;
-        let mut objects = Vec::with_capacity(stripe.stripe_count() as usize);
-        let mut policy_tags = Vec::with_capacity(stripe.stripe_count() as usize);
+        // The objects are chosen before any write, so an empty pool fails with nothing to undo.
+        // Slots are on distinct OSDs (count <= OSDs), so each OSD is peeked once.
+        let mut peeked = Vec::with_capacity(stripe.stripe_count() as usize);
         let mut empty = Vec::new();
         for slot in 0..stripe.stripe_count() {
             let osd = (start + slot) % policy.osd_count;
-            let Some(ObjectSeq { seq, policy_tag }) = take_precreated(tx, osd)? else {
-                empty.push(osd);
-                continue;
-            };
-            let o = ObjectRef { osd, object_id: object_id(self.server, seq) };
-            exec(
-                tx,
-                "INSERT INTO file_objects (ino, slot, osd, object_id, policy_tag) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![ino.0 as i64, slot as i64, o.osd, o.object_id as i64, policy_tag],
-            )?;
-            objects.push(o);
-            policy_tags.push(policy_tag);
+            match self.hot.peek_object(tx, osd)? {
+                Some(p) => peeked.push((osd, p)),
+                None => empty.push(osd),
+            }
         }
         if !empty.is_empty() {
             return Err(CreateError::PoolEmpty(empty));
         }
+        let row = new_row(ino, FileType::Regular, new, InodeId(0), now);
+        // The entry first: a taken name fails here, before any write (SQLite backs out a
+        // failing statement). The step runs without a savepoint, so a failure after this
+        // write marks the store partial and the group is rolled back (`commit.rs`).
+        Self::insert_entry(tx, parent, name, ino, FileType::Regular)?;
+        let server = self.server;
+        let written = (|| -> Result<(Vec<ObjectRef>, Vec<u32>), FsError> {
+            insert_inode(tx, &row, Some(stripe.stripe_unit()))?;
+            let mut objects = Vec::with_capacity(peeked.len());
+            let mut policy_tags = Vec::with_capacity(peeked.len());
+            for (slot, (osd, p)) in peeked.iter().enumerate() {
+                let o = ObjectRef { osd: *osd, object_id: object_id(server, p.object.seq) };
+                exec(
+                    tx,
+                    "INSERT INTO file_objects (ino, slot, osd, object_id, policy_tag) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![ino.0 as i64, slot as i64, o.osd, o.object_id as i64, p.object.policy_tag],
+                )?;
+                objects.push(o);
+                policy_tags.push(p.object.policy_tag);
+            }
+            Ok((objects, policy_tags))
+        })();
+        let (objects, policy_tags) = written.inspect_err(|_| self.partial.set(true))?;
+        let taken: Vec<_> = peeked.iter().map(|(_, p)| *p).collect();
+        self.hot.take(&taken);
+        self.hot.touch_dir(parent, now);
         Ok(NewFile { row, layout: FileLayout { stripe, objects }, policy_tags })
     }
 

@@ -5,15 +5,16 @@
 //! A range's life, each step one atomic store step:
 //! 1. [`Store::reserve_precreate`]: ids allocated from `osd_alloc`, range recorded not ready.
 //! 2. The caller sends CREATE for the range (durable on the OSD before it answers).
-//! 3. [`Store::precreate_ready`]: the ids may be handed out; [`take_precreated`] takes the
-//!    lowest one in the same step that makes a file reference it.
+//! 3. [`Store::precreate_ready`]: the ids may be handed out; a create takes the lowest one
+//!    in the same step that makes a file reference it (through the writer's cursor, `hot.rs`,
+//!    stored in the same COMMIT).
 //!
 //! A range that is not ready after a failure or a crash may or may not exist on its OSD:
 //! [`Store::abandon_precreate`] moves its ids into the removal journal, whose drain removes
 //! whatever exists. So every id this server allocated is, at every instant, in a range, a file
 //! or the journal, and repair ([`Store::accounting`]) accounts for all three.
 
-use rusqlite::{params, Connection};
+use rusqlite::params;
 use tessera_mds_proto::{FsError, ObjectRef};
 
 use super::files::{object_id, OBJECT_SEQ_BITS};
@@ -50,28 +51,6 @@ pub const INITIAL_POLICY_TAG: u32 = 1;
 pub struct ObjectSeq {
     pub seq: u64,
     pub policy_tag: u32,
-}
-
-/// The lowest ready range of `osd`, if any: (first, next, last, policy tag).
-fn lowest_ready(conn: &Connection, osd: u32) -> Result<Option<(u64, u64, u64, u32)>, FsError> {
-    query_opt(
-        conn,
-        "SELECT first_seq, next_seq, last_seq, policy_tag FROM precreated WHERE osd = ?1 AND ready = 1 ORDER BY first_seq LIMIT 1",
-        [osd],
-        |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64, r.get::<_, i64>(3)? as u32)),
-    )
-}
-
-/// Takes the lowest ready object sequence of `osd` out of its range. The range's key never
-/// changes (an update of `next_seq` in place); a range is deleted when its last object goes.
-pub(crate) fn take_precreated(conn: &Connection, osd: u32) -> Result<Option<ObjectSeq>, FsError> {
-    let Some((first, next, last, policy_tag)) = lowest_ready(conn, osd)? else { return Ok(None) };
-    if next >= last {
-        exec(conn, "DELETE FROM precreated WHERE osd = ?1 AND first_seq = ?2", params![osd, first as i64])?;
-    } else {
-        exec(conn, "UPDATE precreated SET next_seq = ?3 WHERE osd = ?1 AND first_seq = ?2", params![osd, first as i64, next as i64 + 1])?;
-    }
-    Ok(Some(ObjectSeq { seq: next, policy_tag }))
 }
 
 impl Store {

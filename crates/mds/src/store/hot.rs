@@ -1,0 +1,178 @@
+//! Hot rows the writer keeps in memory between commits, so a create runs four statements
+//! instead of eight: the inode counter, the precreated ranges creates take from, and the times
+//! of directories that gained entries. Each is written to SQLite once per group, by
+//! [`Store::settle`], inside the group's transaction just before its COMMIT
+//! ([`crate::commit`]), so what a COMMIT makes durable is always consistent.
+//!
+//! Rules that keep this exactly as correct as writing each row per create:
+//! - Only creates leave rows unsettled ([`crate::commit::GroupCommit::start_write`]); every
+//!   other step settles first, so it reads and writes the rows as they stand (a `utimes` on a
+//!   directory is never overwritten by a create's earlier time).
+//! - A create changes memory only after all its statements succeeded, so a step rolled back to
+//!   its savepoint leaves nothing behind in memory either.
+//! - Settling writes absolute values (idempotent), so a settle that fails part-way is simply
+//!   repeated; a group whose COMMIT fails is rolled back and memory reloaded from the store.
+//! - Inode numbers are reserved in blocks ([`INODE_BLOCK`]): the stored counter stays above
+//!   every number handed out in a committed group, so a restart never reuses one (it may skip
+//!   up to a block). Precreated ranges are written exactly: an object id is, at every commit,
+//!   either in a range's untaken part or in a file (see `precreate.rs`).
+
+use std::cell::{Cell, RefCell};
+
+use rusqlite::{params, Connection};
+use tessera_mds_proto::{FsError, InodeId, Timespec};
+
+use super::exec;
+use super::precreate::ObjectSeq;
+
+/// Inode numbers reserved by one write of the stored counter.
+pub const INODE_BLOCK: u64 = 4096;
+
+/// A precreated range creates are taking from; `next` runs ahead of the stored `next_seq`.
+#[derive(Clone, Copy, Debug)]
+struct Cursor {
+    osd: u32,
+    first: u64,
+    next: u64,
+    last: u64,
+    policy_tag: u32,
+    stored_next: u64,
+}
+
+impl Cursor {
+    fn exhausted(&self) -> bool {
+        self.next > self.last
+    }
+}
+
+/// The writer's unsettled state (readers keep an unused one).
+#[derive(Default)]
+pub(crate) struct Hot {
+    /// The next inode sequence to hand out.
+    next_inode: Cell<u64>,
+    /// The counter as stored: above every sequence a committed group handed out.
+    stored_inode: Cell<u64>,
+    /// Ranges taken from since the last settle, per OSD in range order.
+    cursors: RefCell<Vec<Cursor>>,
+    /// Directories that gained entries since the last settle, with their newest time.
+    dir_times: RefCell<Vec<(InodeId, Timespec)>>,
+}
+
+/// The stored inode counter.
+fn stored_inode(conn: &Connection) -> Result<u64, FsError> {
+    super::query_opt(conn, "SELECT value FROM meta WHERE key = 'next_inode'", [], |r| r.get::<_, i64>(0))?
+        .map(|v| v as u64)
+        .ok_or(FsError::Io)
+}
+
+/// A slot's object peeked from a pool: taken only once the create's statements succeeded.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Peeked {
+    cursor: usize,
+    pub object: ObjectSeq,
+}
+
+impl Hot {
+    /// State as stored (at open, and after a failed COMMIT rolled the group back).
+    pub(crate) fn load(conn: &Connection) -> Result<Hot, FsError> {
+        let hot = Hot::default();
+        hot.reload(conn)?;
+        Ok(hot)
+    }
+
+    pub(crate) fn reload(&self, conn: &Connection) -> Result<(), FsError> {
+        let stored = stored_inode(conn)?;
+        self.next_inode.set(stored);
+        self.stored_inode.set(stored);
+        self.cursors.borrow_mut().clear();
+        self.dir_times.borrow_mut().clear();
+        Ok(())
+    }
+
+    /// Hands out the next inode sequence (a step that fails after this leaves a gap, never a
+    /// reuse).
+    pub(crate) fn alloc_inode(&self) -> u64 {
+        let seq = self.next_inode.get();
+        self.next_inode.set(seq + 1);
+        seq
+    }
+
+    /// The lowest untaken ready object of `osd`, without taking it; `None` when the pool is
+    /// empty.
+    pub(crate) fn peek_object(&self, conn: &Connection, osd: u32) -> Result<Option<Peeked>, FsError> {
+        let mut cursors = self.cursors.borrow_mut();
+        let mut after = None;
+        for (i, c) in cursors.iter().enumerate().filter(|(_, c)| c.osd == osd) {
+            if !c.exhausted() {
+                return Ok(Some(Peeked { cursor: i, object: ObjectSeq { seq: c.next, policy_tag: c.policy_tag } }));
+            }
+            after = Some(c.first);
+        }
+        // Ranges used up in this group are still stored until the settle deletes them.
+        let Some(c) = super::query_opt(
+            conn,
+            "SELECT first_seq, next_seq, last_seq, policy_tag FROM precreated
+             WHERE osd = ?1 AND ready = 1 AND first_seq > ?2 ORDER BY first_seq LIMIT 1",
+            params![osd, after.map_or(-1, |a| a as i64)],
+            |r| {
+                let next = r.get::<_, i64>(1)? as u64;
+                Ok(Cursor {
+                    osd,
+                    first: r.get::<_, i64>(0)? as u64,
+                    next,
+                    last: r.get::<_, i64>(2)? as u64,
+                    policy_tag: r.get::<_, i64>(3)? as u32,
+                    stored_next: next,
+                })
+            },
+        )?
+        else {
+            return Ok(None);
+        };
+        cursors.push(c);
+        Ok(Some(Peeked { cursor: cursors.len() - 1, object: ObjectSeq { seq: c.next, policy_tag: c.policy_tag } }))
+    }
+
+    /// Takes objects peeked by one create, after its statements succeeded.
+    pub(crate) fn take(&self, peeked: &[Peeked]) {
+        let mut cursors = self.cursors.borrow_mut();
+        for p in peeked {
+            cursors[p.cursor].next += 1;
+        }
+    }
+
+    /// Notes that `dir` gained an entry at `now`; its times are written at the settle.
+    pub(crate) fn touch_dir(&self, dir: InodeId, now: Timespec) {
+        let mut times = self.dir_times.borrow_mut();
+        match times.iter_mut().find(|(d, _)| *d == dir) {
+            Some((_, t)) => *t = now,
+            None => times.push((dir, now)),
+        }
+    }
+
+    /// Writes what memory holds ahead of the store into the open transaction; on success the
+    /// store and memory agree. Idempotent, so a failure part-way is repaired by the next call.
+    pub(crate) fn settle(&self, conn: &Connection) -> Result<(), FsError> {
+        let next = self.next_inode.get();
+        if next > self.stored_inode.get() {
+            let stored = next + INODE_BLOCK;
+            exec(conn, "UPDATE meta SET value = ?1 WHERE key = 'next_inode'", [stored as i64])?;
+            self.stored_inode.set(stored);
+        }
+        let mut cursors = self.cursors.borrow_mut();
+        for c in cursors.iter() {
+            if c.exhausted() {
+                exec(conn, "DELETE FROM precreated WHERE osd = ?1 AND first_seq = ?2", params![c.osd, c.first as i64])?;
+            } else if c.next != c.stored_next {
+                exec(conn, "UPDATE precreated SET next_seq = ?3 WHERE osd = ?1 AND first_seq = ?2", params![c.osd, c.first as i64, c.next as i64])?;
+            }
+        }
+        cursors.clear();
+        let mut times = self.dir_times.borrow_mut();
+        for (dir, t) in times.iter() {
+            exec(conn, "UPDATE inodes SET mtime_ns = ?2, ctime_ns = ?2 WHERE ino = ?1", params![dir.0 as i64, t.as_nanos()])?;
+        }
+        times.clear();
+        Ok(())
+    }
+}
