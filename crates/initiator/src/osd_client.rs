@@ -270,18 +270,25 @@ impl<T: ScsiTransport> OsdClient<T> {
         // Each attempt is signed afresh: a resent command needs a new nonce.
         let (encoded, signed, (response, lent_filled)) = loop {
             let mut encoded = builder.encode()?;
-            let signed = credential.map(|c| c.sign(&mut encoded, self.nonces.next(now_ms()))).transpose()?;
+            let mut signed = credential.map(|c| c.sign(&mut encoded, self.nonces.next(now_ms()))).transpose()?;
             let response = {
                 let pieces = encoded.data_out();
                 let request = ScsiRequest { lun: self.lun, cdb: &encoded.cdb, data_out: &pieces, data_in_len: encoded.data_in_len };
+                // While the command is in flight: the integrity value its usual answer carries.
+                let placement = &encoded.placement;
+                let mut meanwhile = || {
+                    if let Some(s) = signed.as_mut() {
+                        s.prepare_good_answer(placement);
+                    }
+                };
                 match &mut landing {
-                    Landing::Buffer(buffer) => (self.transport.execute_into(&request, std::mem::take(buffer))?, 0),
+                    Landing::Buffer(buffer) => (self.transport.execute_into_meanwhile(&request, std::mem::take(buffer), &mut meanwhile)?, 0),
                     Landing::Lent(lent) => {
                         let lent_len: u64 = lent.iter().map(|p| p.len() as u64).sum();
                         if lent_len > encoded.placement.data_len_max {
                             return Err(BuildError::DataLength { expected: encoded.placement.data_len_max, got: lent_len }.into());
                         }
-                        let r = self.transport.execute_lent(&request, lent)?;
+                        let r = self.transport.execute_lent_meanwhile(&request, lent, &mut meanwhile)?;
                         (r.response, r.lent_filled)
                     }
                 }

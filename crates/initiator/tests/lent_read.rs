@@ -3,7 +3,8 @@
 //! buffered read is, zero-fills past the end of the object, and a command that fails is never
 //! reported as good. Method: the real OSD target (engine on a temporary store, security gate,
 //! iSCSI server) on a loopback port and a real initiator session; for the failures, a byte
-//! relay between the two that cuts the connection or alters one byte of a Data-In in flight.
+//! relay between the two that cuts the connection or alters one byte of a Data-In (or of a
+//! WRITE's answer) in flight.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -287,5 +288,25 @@ fn alldata_data_in_icv_covers_lent_memory() {
     assert!(
         matches!(err, OsdError::Integrity { source: ResponseError::DataInIcv, .. }),
         "an altered data byte is an integrity failure, got {err}"
+    );
+}
+
+/// Goal: the answer to a WRITE, whose response integrity value the client computes while the
+/// command is in flight (a GOOD answer is then checked by comparison), is still refused when
+/// altered on the wire. Method: 4 KiB WRITEs under CMDRSP through a relay: one before arming
+/// verifies; the next has the last byte of its answer flipped (a 48-byte SCSI Response header
+/// and 44 bytes of sense data ending with the 32-byte value) and must fail the check.
+#[test]
+fn an_altered_answer_to_a_write_is_refused() {
+    let data = pattern(4096, 6);
+    let osd = osd(SecurityMethod::CmdRsp, &data);
+    let relay = relay(osd.addr, Fault::FlipAt(91));
+    let c = osd.client(&relay.addr, DigestKind::None);
+    c.write(osd.object, 0, &data, false).unwrap();
+    relay.armed.store(1, Ordering::Release);
+    let err = c.write(osd.object, 0, &data, false).unwrap_err();
+    assert!(
+        matches!(err, OsdError::Integrity { source: ResponseError::ResponseIcv, .. }),
+        "an altered answer is an integrity failure, got {err}"
     );
 }

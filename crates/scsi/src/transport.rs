@@ -96,6 +96,22 @@ pub trait ScsiTransport: Send + Sync {
         Ok(LentResponse { response, lent_filled })
     }
 
+    /// [`ScsiTransport::execute_into`] that runs `meanwhile` once the command has left and
+    /// before its answer is awaited: work the caller needs only after the answer (e.g. the
+    /// integrity value a GOOD answer must carry) is done while the thread would wait anyway.
+    /// The default runs it first.
+    fn execute_into_meanwhile(&self, request: &ScsiRequest<'_>, buffer: Vec<u8>, meanwhile: &mut dyn FnMut()) -> Result<ScsiResponse, TransportError> {
+        meanwhile();
+        self.execute_into(request, buffer)
+    }
+
+    /// [`ScsiTransport::execute_lent`] with `meanwhile` as in
+    /// [`ScsiTransport::execute_into_meanwhile`].
+    fn execute_lent_meanwhile(&self, request: &ScsiRequest<'_>, lent: &mut [&mut [u8]], meanwhile: &mut dyn FnMut()) -> Result<LentResponse, TransportError> {
+        meanwhile();
+        self.execute_lent(request, lent)
+    }
+
     /// Where this transport goes, for error messages (e.g. `127.0.0.1:3260`).
     fn peer(&self) -> String;
 }

@@ -244,6 +244,65 @@ fn sealed_answers_verify_at_the_client() {
     }
 }
 
+/// Goal: a response ICV computed ahead of the answer (while the command is in flight) accepts
+/// exactly what the full check accepts. Method: a sealed GOOD WRITE answer verifies with and
+/// without preparing; with it prepared, a forged ICV, a changed status, a sense triplet other
+/// than none, and an ICV taken from another command are still refused; a command with a
+/// retrieved list gets nothing prepared and is checked in full.
+#[test]
+fn a_prepared_good_answer_accepts_only_what_the_full_check_accepts() {
+    use tessera_scsi::{Sense, SenseKey};
+    for method in [SecurityMethod::CmdRsp, SecurityMethod::AllData] {
+        let checker = checker(method);
+        let cred = credential(capability(method, Permissions::WRITE));
+        let data = vec![3u8; 512];
+        let mut enc = write_builder(&data).encode().unwrap();
+        let plain = cred.sign(&mut enc, Nonce::new(NOW, 1)).unwrap();
+        let mut prepared = plain.clone();
+        prepared.prepare_good_answer(&enc.placement);
+        let auth = check(&checker, &enc, NOW).unwrap();
+        let placement = enc.placement;
+        let mut data_in = Vec::new();
+        let sense = checker.seal(&auth, 0, None, &placement, &mut data_in);
+        assert_eq!(plain.verify(0, sense.as_ref(), &placement, &mut data_in.clone()), Ok(()));
+        assert_eq!(prepared.verify(0, sense.as_ref(), &placement, &mut data_in.clone()), Ok(()));
+
+        let mut forged = sense.clone().unwrap();
+        forged.response_icv.as_mut().unwrap()[0] ^= 1;
+        assert_eq!(prepared.verify(0, Some(&forged), &placement, &mut Vec::new()), Err(ResponseError::ResponseIcv));
+        // The GOOD answer's ICV under another status or another sense triplet.
+        assert_eq!(prepared.verify(2, sense.as_ref(), &placement, &mut Vec::new()), Err(ResponseError::ResponseIcv));
+        let mut recovered = Sense::new(SenseKey::RecoveredError, 0x5D, 0);
+        recovered.response_icv = sense.as_ref().unwrap().response_icv;
+        assert_eq!(prepared.verify(2, Some(&recovered), &placement, &mut Vec::new()), Err(ResponseError::ResponseIcv));
+        // Another command's GOOD answer (another nonce, so another request ICV).
+        let mut enc2 = write_builder(&data).encode().unwrap();
+        let _ = cred.sign(&mut enc2, Nonce::new(NOW, 2)).unwrap();
+        let auth2 = check(&checker, &enc2, NOW).unwrap();
+        let other = checker.seal(&auth2, 0, None, &placement, &mut Vec::new());
+        assert_eq!(prepared.verify(0, other.as_ref(), &placement, &mut Vec::new()), Err(ResponseError::ResponseIcv));
+    }
+    // With a retrieved list the answer is not predictable: nothing prepared, full check.
+    let checker = checker(SecurityMethod::CmdRsp);
+    let cred = credential(capability(SecurityMethod::CmdRsp, Permissions::READ | Permissions::GET_ATTR));
+    let get = GetAttrs::List { ids: vec![tessera_osd_proto::AttrId::new(1, 0x82)], allocation_len: 64 };
+    let mut enc = OsdRequestBuilder::new(Command::Read { addr: addr(), offset: 0, len: 64, layout: DataLayout::Contiguous }).get_attrs(get).encode().unwrap();
+    let mut signed = cred.sign(&mut enc, Nonce::new(NOW, 3)).unwrap();
+    signed.prepare_good_answer(&enc.placement);
+    let auth = check(&checker, &enc, NOW).unwrap();
+    let reply = tessera_osd_proto::Reply {
+        data_in: vec![9u8; 64],
+        retrieved: vec![tessera_osd_proto::RetrievedAttr { id: tessera_osd_proto::AttrId::new(1, 0x82), value: Some(vec![0; 8]) }],
+        ..Default::default()
+    };
+    let mut data_in = tessera_osd_proto::encode_reply(&enc.placement, reply, enc.data_in_len);
+    let sense = checker.seal(&auth, 0, None, &enc.placement, &mut data_in);
+    assert_eq!(signed.verify(0, sense.as_ref(), &enc.placement, &mut data_in.clone()), Ok(()));
+    let at = enc.placement.retrieved.unwrap().offset as usize + 20;
+    data_in[at] ^= 1;
+    assert_eq!(signed.verify(0, sense.as_ref(), &enc.placement, &mut data_in), Err(ResponseError::ResponseIcv));
+}
+
 /// Goal: an answer whose first bytes were received into the caller's memory (in several
 /// slices) verifies exactly as the whole buffer does: same acceptance, same refusals, the
 /// Data-In ICV cut off the rest. Method: one sealed READ with attributes, split at every

@@ -442,7 +442,8 @@ impl Session {
 
     /// Runs one SCSI command. With `lent`, Data-In from offset 0 lands in the caller's slices
     /// (returned: how many of their bytes arrived) and only the rest in the response's buffer.
-    fn execute_inner(&self, req: &ScsiRequest<'_>, buffer: Vec<u8>, lent: Option<&mut [&mut [u8]]>) -> Result<(ScsiResponse, usize), TransportError> {
+    /// `meanwhile` runs once the command and its unsolicited data have left.
+    fn execute_inner(&self, req: &ScsiRequest<'_>, buffer: Vec<u8>, lent: Option<&mut [&mut [u8]]>, meanwhile: &mut dyn FnMut()) -> Result<(ScsiResponse, usize), TransportError> {
         let inner = &*self.inner;
         let peer = &inner.peer;
         let out_len = req.data_out_len();
@@ -499,6 +500,7 @@ impl Session {
                 // Unsolicited Data-Out after the immediate data (InitialR2T=No).
                 self.send_data_out(lun_field, itt, RESERVED_TAG, req.data_out, immediate, unsolicited as usize - immediate)?;
             }
+            meanwhile();
             loop {
                 inner.drive_until(None, || {
                     let s = slot.state.lock().expect("slot lock poisoned");
@@ -554,15 +556,23 @@ impl Session {
 
 impl ScsiTransport for Session {
     fn execute(&self, request: &ScsiRequest<'_>) -> Result<ScsiResponse, TransportError> {
-        self.execute_inner(request, Vec::new(), None).map(|(r, _)| r)
+        self.execute_inner(request, Vec::new(), None, &mut || {}).map(|(r, _)| r)
     }
 
     fn execute_into(&self, request: &ScsiRequest<'_>, buffer: Vec<u8>) -> Result<ScsiResponse, TransportError> {
-        self.execute_inner(request, buffer, None).map(|(r, _)| r)
+        self.execute_inner(request, buffer, None, &mut || {}).map(|(r, _)| r)
     }
 
     fn execute_lent(&self, request: &ScsiRequest<'_>, lent: &mut [&mut [u8]]) -> Result<LentResponse, TransportError> {
-        let (response, lent_filled) = self.execute_inner(request, Vec::new(), Some(lent))?;
+        self.execute_lent_meanwhile(request, lent, &mut || {})
+    }
+
+    fn execute_into_meanwhile(&self, request: &ScsiRequest<'_>, buffer: Vec<u8>, meanwhile: &mut dyn FnMut()) -> Result<ScsiResponse, TransportError> {
+        self.execute_inner(request, buffer, None, meanwhile).map(|(r, _)| r)
+    }
+
+    fn execute_lent_meanwhile(&self, request: &ScsiRequest<'_>, lent: &mut [&mut [u8]], meanwhile: &mut dyn FnMut()) -> Result<LentResponse, TransportError> {
+        let (response, lent_filled) = self.execute_inner(request, Vec::new(), Some(lent), meanwhile)?;
         Ok(LentResponse { response, lent_filled })
     }
 
