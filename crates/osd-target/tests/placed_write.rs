@@ -10,14 +10,12 @@
 //! WRITEs, its raw connection to stop a WRITE half-way. The target's statistics page counts
 //! placed WRITEs, which shows which path each case took.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use tempfile::TempDir;
-use tessera_engine::{Engine, EngineConfig};
 use tessera_initiator::iscsi::{RawConnection, Session, SessionConfig};
 use tessera_initiator::osd_client::OsdClient;
 use tessera_iscsi::bhs::RESERVED_TAG;
@@ -25,10 +23,10 @@ use tessera_iscsi::login::DigestKind;
 use tessera_iscsi::pdu::*;
 use tessera_iscsi::Digests;
 use tessera_osd_proto::{AttrId, Command, DataLayout, OsdRequestBuilder};
-use tessera_target::iscsi_server::{ServerHandle, TargetConfig, TargetServer};
-use tessera_target::osd_lu::{OsdCommandSet, STATS_PAGE};
-use tessera_target::spc::ScsiFront;
+use tessera_target::osd_lu::STATS_PAGE;
 use tessera_types::ObjectAddr;
+
+use common::OsdTarget as Fixture;
 
 const TARGET: &str = "iqn.2026-11.org.tessera:placed";
 const INITIATOR: &str = "iqn.2026-11.org.tessera:placed-test";
@@ -37,36 +35,13 @@ const USED: u32 = 0x81;
 const LENGTH: u32 = 0x82;
 const PLACED_WRITES: u32 = 7;
 
-struct Fixture {
-    handle: Option<ServerHandle>,
-    addr: SocketAddr,
-    dir: TempDir,
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        if let Some(h) = self.handle.take() {
-            h.shutdown();
-        }
-    }
-}
-
 fn start() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(dir.path(), EngineConfig::default()).unwrap();
-    let device = Arc::new(ScsiFront::new(Arc::new(OsdCommandSet::new(engine))));
-    let server = TargetServer::bind(TargetConfig::new(TARGET, "127.0.0.1:0"), device).unwrap();
-    let addr = server.local_addr().unwrap();
-    Fixture { handle: Some(server.spawn()), addr, dir }
+    Fixture::start(TARGET)
 }
 
 impl Fixture {
     fn client(&self, config: SessionConfig) -> OsdClient<Session> {
         OsdClient::new(Session::login(self.addr, config).unwrap(), 0)
-    }
-
-    fn object_file(&self, obj: ObjectAddr) -> PathBuf {
-        self.dir.path().join("objects").join(format!("{:x}", obj.partition_id.0)).join(format!("{:x}", obj.object_id.0))
     }
 }
 

@@ -11,40 +11,27 @@
 //! directory) on a loopback socket, driven by Tessera's initiator. The server counts the
 //! Data-In PDUs it sent by reference, which shows which path each case took.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use tempfile::TempDir;
-use tessera_engine::{Engine, EngineConfig};
 use tessera_initiator::iscsi::{Session, SessionConfig};
 use tessera_initiator::osd_client::OsdClient;
 use tessera_iscsi::login::DigestKind;
 use tessera_osd_proto::{AttrId, Attribute, DataLayout, Extent};
-use tessera_target::iscsi_server::{ServerHandle, TargetConfig, TargetServer};
-use tessera_target::osd_lu::OsdCommandSet;
-use tessera_target::spc::ScsiFront;
 use tessera_types::ObjectAddr;
+
+use common::OsdTarget as Fixture;
 
 const TARGET: &str = "iqn.2026-11.org.tessera:spliced";
 const INITIATOR: &str = "iqn.2026-11.org.tessera:spliced-test";
 const LOGICAL_LENGTH: AttrId = AttrId::new(1, 0x82);
 
-struct Fixture {
-    handle: ServerHandle,
-    addr: SocketAddr,
-    dir: TempDir,
-}
-
 fn start() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(dir.path(), EngineConfig::default()).unwrap();
-    let device = Arc::new(ScsiFront::new(Arc::new(OsdCommandSet::new(engine))));
-    let server = TargetServer::bind(TargetConfig::new(TARGET, "127.0.0.1:0"), device).unwrap();
-    let addr = server.local_addr().unwrap();
-    Fixture { handle: server.spawn(), addr, dir }
+    Fixture::start(TARGET)
 }
 
 impl Fixture {
@@ -59,12 +46,9 @@ impl Fixture {
     }
 
     fn spliced(&self) -> u64 {
-        self.handle.spliced_data_in_pdus()
+        self.handle().spliced_data_in_pdus()
     }
 
-    fn object_file(&self, obj: ObjectAddr) -> PathBuf {
-        self.dir.path().join("objects").join(format!("{:x}", obj.partition_id.0)).join(format!("{:x}", obj.object_id.0))
-    }
 }
 
 fn pattern(len: usize, seed: u32) -> Vec<u8> {
