@@ -6,9 +6,7 @@
 //! relay between the two that cuts the connection or alters one byte of a Data-In (or of a
 //! WRITE's answer) in flight.
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tessera_engine::{Engine, EngineConfig};
@@ -23,6 +21,7 @@ use tessera_target::iscsi_server::{ServerHandle, TargetConfig, TargetServer};
 use tessera_target::osd_lu::OsdCommandSet;
 use tessera_target::security_gate::TargetSecurity;
 use tessera_target::spc::ScsiFront;
+use tessera_test_faults::{Direction, Fault, Relay};
 use tessera_types::ObjectAddr;
 
 const MASTER: Key = Key([0x3C; 32]);
@@ -187,66 +186,6 @@ fn lent_read_past_end_is_zeros() {
     assert!(buf[..50] == data[9950..] && buf[50..].iter().all(|b| *b == 0));
 }
 
-/// What the relay does to the target's bytes once armed.
-#[derive(Clone, Copy)]
-enum Fault {
-    /// Close both connections after this many bytes.
-    CutAfter(u64),
-    /// Flip the byte at this position (and forward the rest unchanged).
-    FlipAt(u64),
-}
-
-/// A TCP relay for one connection between the initiator and the target. Bytes from the target
-/// are counted from the moment `armed` is set to a non-zero value (the count starts there).
-struct Relay {
-    addr: String,
-    armed: Arc<AtomicU64>,
-}
-
-fn relay(target: SocketAddr, fault: Fault) -> Relay {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let armed = Arc::new(AtomicU64::new(0));
-    let flag = armed.clone();
-    std::thread::spawn(move || {
-        let (client, _) = listener.accept().unwrap();
-        let server = TcpStream::connect(target).unwrap();
-        let (mut up_from, mut up_to) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-        std::thread::spawn(move || {
-            let _ = std::io::copy(&mut up_from, &mut up_to);
-            let _ = up_to.shutdown(Shutdown::Write);
-        });
-        let (mut from, mut to) = (server, client);
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut seen = 0u64;
-        loop {
-            let n = match from.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            let chunk = &mut buf[..n];
-            if flag.load(Ordering::Acquire) != 0 {
-                match fault {
-                    Fault::CutAfter(limit) if seen + n as u64 >= limit => {
-                        let keep = (limit - seen) as usize;
-                        let _ = to.write_all(&chunk[..keep]);
-                        let _ = to.shutdown(Shutdown::Both);
-                        let _ = from.shutdown(Shutdown::Both);
-                        return;
-                    }
-                    Fault::FlipAt(at) if (seen..seen + n as u64).contains(&at) => chunk[(at - seen) as usize] ^= 0x01,
-                    _ => {}
-                }
-                seen += n as u64;
-            }
-            if to.write_all(chunk).is_err() {
-                break;
-            }
-        }
-        let _ = to.shutdown(Shutdown::Both);
-    });
-    Relay { addr, armed }
-}
 
 /// Goal: a connection that drops in the middle of a READ's Data-In gives the caller an error,
 /// never partial data reported as good, and the session refuses further commands. Method: a
@@ -255,9 +194,9 @@ fn relay(target: SocketAddr, fault: Fault) -> Relay {
 fn connection_dropped_mid_data_in_is_an_error() {
     let data = pattern(4 << 20, 4);
     let osd = osd(SecurityMethod::CmdRsp, &data);
-    let relay = relay(osd.addr, Fault::CutAfter(3 << 19));
-    let c = osd.client(&relay.addr, DigestKind::None);
-    relay.armed.store(1, Ordering::Release);
+    let relay = Relay::start(osd.addr, Direction::FromTarget, Fault::CutAfter(3 << 19));
+    let c = osd.client(&relay.addr.to_string(), DigestKind::None);
+    relay.arm();
     let mut buf = vec![0u8; data.len()];
     let err = c.read_into(osd.object, 0, data.len() as u64, DataLayout::Contiguous, &mut slices(&mut buf, &[1 << 20])).unwrap_err();
     assert!(matches!(err, OsdError::Transport(_)), "a transport error, got {err}");
@@ -280,9 +219,9 @@ fn alldata_data_in_icv_covers_lent_memory() {
     clean.read_into(osd.object, 0, data.len() as u64, DataLayout::Contiguous, &mut slices(&mut buf, &[65_536, 3])).unwrap();
     assert!(buf == data, "ALLDATA READ into slices");
 
-    let relay = relay(osd.addr, Fault::FlipAt(300_000));
-    let c = osd.client(&relay.addr, DigestKind::None);
-    relay.armed.store(1, Ordering::Release);
+    let relay = Relay::start(osd.addr, Direction::FromTarget, Fault::FlipAt(300_000));
+    let c = osd.client(&relay.addr.to_string(), DigestKind::None);
+    relay.arm();
     let mut buf = vec![0u8; data.len()];
     let err = c.read_into(osd.object, 0, data.len() as u64, DataLayout::Contiguous, &mut slices(&mut buf, &[65_536, 3])).unwrap_err();
     assert!(
@@ -300,10 +239,10 @@ fn alldata_data_in_icv_covers_lent_memory() {
 fn an_altered_answer_to_a_write_is_refused() {
     let data = pattern(4096, 6);
     let osd = osd(SecurityMethod::CmdRsp, &data);
-    let relay = relay(osd.addr, Fault::FlipAt(91));
-    let c = osd.client(&relay.addr, DigestKind::None);
+    let relay = Relay::start(osd.addr, Direction::FromTarget, Fault::FlipAt(91));
+    let c = osd.client(&relay.addr.to_string(), DigestKind::None);
     c.write(osd.object, 0, &data, false).unwrap();
-    relay.armed.store(1, Ordering::Release);
+    relay.arm();
     let err = c.write(osd.object, 0, &data, false).unwrap_err();
     assert!(
         matches!(err, OsdError::Integrity { source: ResponseError::ResponseIcv, .. }),

@@ -13,15 +13,14 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use tessera_initiator::iscsi::{Session, SessionConfig};
 use tessera_initiator::osd_client::OsdClient;
 use tessera_iscsi::login::DigestKind;
 use tessera_osd_proto::{AttrId, Attribute, DataLayout, Extent};
+use tessera_test_faults::{Direction, Fault, Relay};
 use tessera_types::ObjectAddr;
 
 use common::OsdTarget as Fixture;
@@ -160,54 +159,15 @@ fn data_digests_take_the_copying_path() {
     assert_eq!(f.spliced(), before, "a data digest needs the bytes: nothing was spliced");
 }
 
-/// A TCP relay in front of the target that closes both sides once it has forwarded
-/// `cut_after` bytes from the target, counted from when `armed` is set.
-fn cutting_relay(target: SocketAddr, cut_after: u64) -> (SocketAddr, Arc<AtomicBool>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let armed = Arc::new(AtomicBool::new(false));
-    let flag = armed.clone();
-    std::thread::spawn(move || {
-        let (client, _) = listener.accept().unwrap();
-        let server = TcpStream::connect(target).unwrap();
-        let (mut up_from, mut up_to) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-        std::thread::spawn(move || {
-            let _ = std::io::copy(&mut up_from, &mut up_to);
-            let _ = up_to.shutdown(Shutdown::Write);
-        });
-        let (mut from, mut to) = (server, client);
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut seen = 0u64;
-        loop {
-            let n = match from.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            if flag.load(Ordering::Acquire) {
-                if seen + n as u64 >= cut_after {
-                    let _ = to.write_all(&buf[..(cut_after - seen) as usize]);
-                    break;
-                }
-                seen += n as u64;
-            }
-            if to.write_all(&buf[..n]).is_err() {
-                break;
-            }
-        }
-        let _ = to.shutdown(Shutdown::Both);
-        let _ = from.shutdown(Shutdown::Both);
-    });
-    (addr, armed)
-}
 
 #[test]
 fn a_connection_cut_mid_send_is_an_error_and_the_target_lives_on() {
     let f = start();
     let model = pattern(16 << 20, 4);
     let obj = object_with(&f.client(), &model);
-    let (relay, armed) = cutting_relay(f.addr, 1_500_000);
-    let c = f.client_at(relay, DigestKind::None);
-    armed.store(true, Ordering::Release);
+    let relay = Relay::start(f.addr, Direction::FromTarget, Fault::CutAfter(1_500_000));
+    let c = f.client_at(relay.addr, DigestKind::None);
+    relay.arm();
     let before = f.spliced();
     let err = c.read_layout(obj, 0, 8 << 20, strided(32 << 10, 16 << 10));
     assert!(err.is_err(), "a cut connection is an error, never short data reported as good");

@@ -1,0 +1,163 @@
+//! A TCP relay between a client and a daemon that injects one fault into one direction of a
+//! real connection: cut it after so many bytes, or flip one byte. Tests put it in front of a
+//! target to see what a connection lost mid-transfer or a byte altered on the wire does to
+//! both ends; everything else is forwarded unchanged.
+//!
+//! The relay serves one connection. Bytes are counted from the moment [`Relay::arm`] is called,
+//! so a test can log in and set up through a clean connection first.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// What happens to the faulted direction once armed.
+#[derive(Clone, Copy, Debug)]
+pub enum Fault {
+    /// Forward this many bytes, then close both connections.
+    CutAfter(u64),
+    /// Flip the lowest bit of the byte at this position; forward everything.
+    FlipAt(u64),
+}
+
+/// Which direction the fault applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Bytes the daemon sends (Data-In, responses).
+    FromTarget,
+    /// Bytes the client sends (commands, Data-Out).
+    ToTarget,
+}
+
+/// A listening relay; connect the client to [`Relay::addr`].
+pub struct Relay {
+    pub addr: SocketAddr,
+    armed: Arc<AtomicBool>,
+}
+
+impl Relay {
+    /// Listens on a loopback port; the first connection is relayed to `target`.
+    pub fn start(target: SocketAddr, direction: Direction, fault: Fault) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback port for the relay");
+        let addr = listener.local_addr().expect("the relay's address");
+        let armed = Arc::new(AtomicBool::new(false));
+        let flag = armed.clone();
+        std::thread::spawn(move || {
+            let Ok((client, _)) = listener.accept() else { return };
+            let Ok(server) = TcpStream::connect(target) else { return };
+            let (clean, faulted) = match direction {
+                Direction::FromTarget => ((client.try_clone(), server.try_clone()), (server, client)),
+                Direction::ToTarget => ((server.try_clone(), client.try_clone()), (client, server)),
+            };
+            if let (Ok(mut from), Ok(mut to)) = clean {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(Shutdown::Write);
+                });
+            }
+            forward_with_fault(faulted.0, faulted.1, fault, &flag);
+        });
+        Relay { addr, armed }
+    }
+
+    /// Starts counting bytes toward the fault.
+    pub fn arm(&self) {
+        self.armed.store(true, Ordering::Release);
+    }
+}
+
+fn forward_with_fault(mut from: TcpStream, mut to: TcpStream, fault: Fault, armed: &AtomicBool) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut seen = 0u64;
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let chunk = &mut buf[..n];
+        if armed.load(Ordering::Acquire) {
+            match fault {
+                Fault::CutAfter(limit) if seen + n as u64 >= limit => {
+                    let _ = to.write_all(&chunk[..(limit - seen) as usize]);
+                    break;
+                }
+                Fault::FlipAt(at) if (seen..seen + n as u64).contains(&at) => chunk[(at - seen) as usize] ^= 0x01,
+                _ => {}
+            }
+            seen += n as u64;
+        }
+        if to.write_all(chunk).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Both);
+    let _ = from.shutdown(Shutdown::Both);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A daemon stand-in that sends `n` bytes 0, 1, 2, ... (mod 256) on its first connection.
+    fn sender(n: usize) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let bytes: Vec<u8> = (0..n).map(|i| i as u8).collect();
+            let _ = s.write_all(&bytes);
+        });
+        addr
+    }
+
+    fn receive_all(addr: SocketAddr) -> Vec<u8> {
+        let mut got = Vec::new();
+        let _ = TcpStream::connect(addr).unwrap().read_to_end(&mut got);
+        got
+    }
+
+    #[test]
+    fn a_cut_forwards_exactly_the_bytes_before_it() {
+        let relay = Relay::start(sender(200_000), Direction::FromTarget, Fault::CutAfter(70_001));
+        relay.arm();
+        let got = receive_all(relay.addr);
+        assert_eq!(got.len(), 70_001);
+        assert!(got.iter().enumerate().all(|(i, b)| *b == i as u8));
+    }
+
+    #[test]
+    fn a_flip_alters_one_byte_only() {
+        let relay = Relay::start(sender(100_000), Direction::FromTarget, Fault::FlipAt(12_345));
+        relay.arm();
+        let got = receive_all(relay.addr);
+        assert_eq!(got.len(), 100_000);
+        let altered: Vec<usize> = (0..got.len()).filter(|&i| got[i] != i as u8).collect();
+        assert_eq!(altered, vec![12_345]);
+        assert_eq!(got[12_345], (12_345usize as u8) ^ 1);
+    }
+
+    #[test]
+    fn an_unarmed_relay_forwards_everything() {
+        let relay = Relay::start(sender(50_000), Direction::FromTarget, Fault::CutAfter(10));
+        assert_eq!(receive_all(relay.addr).len(), 50_000);
+    }
+
+    #[test]
+    fn a_cut_toward_the_target_stops_the_client_bytes() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let target = listener.local_addr().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut got = Vec::new();
+            let _ = s.read_to_end(&mut got);
+            tx.send(got).unwrap();
+        });
+        let relay = Relay::start(target, Direction::ToTarget, Fault::CutAfter(5_000));
+        relay.arm();
+        let mut client = TcpStream::connect(relay.addr).unwrap();
+        let _ = client.write_all(&vec![7u8; 20_000]);
+        let got = rx.recv().unwrap();
+        assert_eq!(got, vec![7u8; 5_000]);
+    }
+}
