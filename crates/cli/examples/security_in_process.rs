@@ -4,7 +4,8 @@
 //! baseline in the same run. Rounds interleave the methods; printed: NOSEC's time per command
 //! and each method's extra, medians over rounds (docs/benchmarks.md, capability security).
 //!
-//! `cargo run --release -p tessera-cli --example security_in_process -- [write|read] [per round] [rounds]`
+//! `cargo run --release -p tessera-cli --example security_in_process -- [write|read] [per round] [rounds] [methods]`
+//! (`methods`: comma-separated names, e.g. `capkey,cmdrsp`, to profile fewer; NOSEC always runs)
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -58,7 +59,9 @@ fn main() {
     let write = args.get(1).is_none_or(|a| a == "write");
     let per = args.get(2).map_or(2000, |a| a.parse().unwrap());
     let rounds = args.get(3).map_or(9, |a| a.parse().unwrap());
-    let methods = [SecurityMethod::NoSec, SecurityMethod::CapKey, SecurityMethod::CmdRsp, SecurityMethod::AllData];
+    let all = [SecurityMethod::NoSec, SecurityMethod::CapKey, SecurityMethod::CmdRsp, SecurityMethod::AllData];
+    let wanted = args.get(4).map(|a| a.to_ascii_uppercase());
+    let methods: Vec<SecurityMethod> = all.into_iter().filter(|m| *m == SecurityMethod::NoSec || wanted.as_ref().is_none_or(|w| w.split(',').any(|n| n == m.name()))).collect();
     let dirs: Vec<_> = methods.iter().map(|_| tempfile::tempdir().unwrap()).collect();
     let subjects: Vec<_> = methods.iter().zip(&dirs).map(|(m, d)| subject(*m, d.path())).collect();
     let data = vec![7u8; 4096];
