@@ -139,6 +139,8 @@ pub struct LocalCluster {
     config: ClusterConfig,
     /// Metadata servers first: they are stopped before the OSDs they talk to.
     daemons: Vec<(DaemonRecord, Daemon)>,
+    /// OSDs stopped by [`LocalCluster::stop_osd`], to start again.
+    stopped_osds: Vec<DaemonRecord>,
 }
 
 impl LocalCluster {
@@ -166,23 +168,9 @@ impl LocalCluster {
         let mut osd_daemons = Vec::new();
         let mut osd_entries = Vec::new();
         for i in 0..spec.osds {
-            let data = dir.join(format!("osd{i}"));
-            let log = logs.join(format!("osd{i}.log"));
-            let (mut cmd, host) = spec.placement.command(exe, "osd", i)?;
-            let mut args: Vec<String> = ["osd", "--data", path_str(&data)?, "--listen", &format!("{host}:0")].map(String::from).to_vec();
-            if let Some(method) = spec.security.method {
-                let key = master_key_file(dir, i)?;
-                args.extend(["--security".into(), method.name().to_ascii_lowercase(), "--master-key-file".into(), path_str(&key)?.into()]);
-            }
-            if let Some(chap) = &chap {
-                args.extend(["--chap-secret-file".into(), path_str(chap)?.into()]);
-            }
-            cmd.args(&args);
-            let daemon = Daemon::spawn_command(cmd, &args.join(" "), Some(&log))?;
-            let addr = daemon.field("addr")?.to_string();
-            let target = daemon.field("target")?.to_string();
-            osd_entries.push(OsdEntry { addr: addr.clone(), target, partition_id: DATA_PARTITION, lun: 0 });
-            let record = DaemonRecord { role: "osd".into(), index: i, pid: daemon.pid(), addr, data, log };
+            let (host_cmd, host) = spec.placement.command(exe, "osd", i)?;
+            let (record, daemon, target) = spawn_osd(host_cmd, dir, spec, i, &format!("{host}:0"), chap.as_deref())?;
+            osd_entries.push(OsdEntry { addr: record.addr.clone(), target, partition_id: DATA_PARTITION, lun: 0 });
             osd_daemons.push((record, daemon));
         }
         let mds_addrs = match &spec.placement {
@@ -198,7 +186,7 @@ impl LocalCluster {
             daemons.push(spawn_mds(exe, dir, spec, i as u32, addr)?);
         }
         daemons.extend(osd_daemons);
-        Ok(LocalCluster { dir: dir.to_path_buf(), exe: exe.to_path_buf(), spec: spec.clone(), config, daemons })
+        Ok(LocalCluster { dir: dir.to_path_buf(), exe: exe.to_path_buf(), spec: spec.clone(), config, daemons, stopped_osds: Vec::new() })
     }
 
     /// Stops metadata server `index` gracefully, leaving the other daemons running.
@@ -224,6 +212,34 @@ impl LocalCluster {
         let restarted = spawn_mds(&self.exe, &self.dir, &self.spec, index, &record.addr)?;
         self.daemons.insert(at, restarted);
         Ok(())
+    }
+
+    /// Stops OSD `index` gracefully (SIGTERM: it flushes), leaving the other daemons running;
+    /// [`LocalCluster::start_osd`] brings it back on the same store and address.
+    pub fn stop_osd(&mut self, index: u32) -> Result<()> {
+        let at = self.osd_position(index)?;
+        let (record, daemon) = self.daemons.remove(at);
+        daemon.stop()?;
+        self.stopped_osds.push(record);
+        Ok(())
+    }
+
+    /// Starts a stopped OSD again on its store and address; returns once it is ready.
+    pub fn start_osd(&mut self, index: u32) -> Result<()> {
+        let at = self.stopped_osds.iter().position(|r| r.index == index).with_context(|| format!("OSD {index} is not stopped"))?;
+        let record = self.stopped_osds.remove(at);
+        let (cmd, _) = self.spec.placement.command(&self.exe, "osd", index)?;
+        let chap = self.config.chap_secret_file.clone();
+        let (record, daemon, _) = spawn_osd(cmd, &self.dir, &self.spec, index, &record.addr, chap.as_deref())?;
+        self.daemons.push((record, daemon));
+        Ok(())
+    }
+
+    fn osd_position(&self, index: u32) -> Result<usize> {
+        self.daemons
+            .iter()
+            .position(|(r, _)| r.role == "osd" && r.index == index)
+            .with_context(|| format!("no running OSD {index} in this cluster"))
     }
 
     pub fn config(&self) -> &ClusterConfig {
@@ -255,6 +271,28 @@ impl LocalCluster {
         }
         Ok(())
     }
+}
+
+/// Starts OSD `index` of the cluster under `dir` listening on `listen` (port 0: the kernel
+/// picks) through `cmd` (this host, or another); returns its record, the daemon and its target
+/// name.
+fn spawn_osd(mut cmd: std::process::Command, dir: &Path, spec: &ClusterSpec, index: u32, listen: &str, chap: Option<&Path>) -> Result<(DaemonRecord, Daemon, String)> {
+    let data = dir.join(format!("osd{index}"));
+    let log = dir.join("logs").join(format!("osd{index}.log"));
+    let mut args: Vec<String> = ["osd", "--data", path_str(&data)?, "--listen", listen].map(String::from).to_vec();
+    if let Some(method) = spec.security.method {
+        let key = master_key_file(dir, index)?;
+        args.extend(["--security".into(), method.name().to_ascii_lowercase(), "--master-key-file".into(), path_str(&key)?.into()]);
+    }
+    if let Some(chap) = chap {
+        args.extend(["--chap-secret-file".into(), path_str(chap)?.into()]);
+    }
+    cmd.args(&args);
+    let daemon = Daemon::spawn_command(cmd, &args.join(" "), Some(&log))?;
+    let addr = daemon.field("addr")?.to_string();
+    let target = daemon.field("target")?.to_string();
+    let record = DaemonRecord { role: "osd".into(), index, pid: daemon.pid(), addr, data, log };
+    Ok((record, daemon, target))
 }
 
 /// Starts metadata server `index` of the cluster under `dir` at `addr` (cluster file written).

@@ -12,6 +12,8 @@
 //! - [`security`]: the security manager: OSD keys, their rotation, and the capabilities every
 //!   layout comes with.
 //! - [`journal`]: the pending-removal journal that keeps create and unlink from leaking objects.
+//! - [`revocation`]: the retag journal that finishes a `chmod`'s revocation on an OSD that
+//!   was unreachable when it ran.
 //! - [`server`]: [`Mds`], one server: request dispatch, routing checks, OSD steps, peer calls.
 //! - [`peer`]: a blocking MDS connection (server to server, and for tests and tools).
 //! - [`tcp`]: the blocking TCP listener, one thread per connection; [`outbox`]: a
@@ -28,6 +30,7 @@ pub mod objects;
 pub mod outbox;
 pub mod peer;
 pub mod pools;
+pub mod revocation;
 pub mod security;
 pub mod server;
 pub mod store;

@@ -26,6 +26,7 @@ use crate::namespace::{Namespace, NamespaceError};
 use crate::objects::DataObjects;
 use crate::peer::MdsConnection;
 use crate::pools::{Pools, PrecreateConfig};
+use crate::revocation::{self, Retrier};
 use crate::security::{file_permissions, fresh_policy_tag, SecurityManager};
 use crate::store::files::{self, CreateError, StripePolicy};
 use crate::store::{InodeRow, Store};
@@ -72,6 +73,8 @@ pub enum Answer {
 pub struct Mds {
     ns: Arc<Namespace>,
     pools: Pools,
+    /// Finishes revocations an OSD could not be told of (revocation.rs).
+    _revocations: Retrier,
     objects: Arc<dyn DataObjects>,
     config: MdsConfig,
     peers: Vec<Mutex<Option<MdsConnection>>>,
@@ -111,10 +114,16 @@ impl Mds {
             Ok(left) => tracing::warn!(left, "objects still await removal"),
             Err(e) => tracing::warn!(%e, "removal journal not drained"),
         }
+        match revocation::resume(&ns, objects.as_ref()) {
+            Ok(0) => {}
+            Ok(left) => tracing::warn!(left, "revocations still owed to unreachable OSDs; retried in the background"),
+            Err(e) => tracing::warn!(%e, "revocation journal not read"),
+        }
+        let revocations = Retrier::start(ns.clone(), objects.clone()).map_err(|source| OpenError::Db(DbError::Thread { source }))?;
         let osd_count = config.cluster.osds.len() as u32;
         let pools = Pools::start(ns.clone(), objects.clone(), osd_count, config.precreate).map_err(OpenError::Store)?;
         let peers = (0..servers).map(|_| Mutex::new(None)).collect();
-        Ok(Mds { ns, pools, objects, config, peers })
+        Ok(Mds { ns, pools, _revocations: revocations, objects, config, peers })
     }
 
     pub fn server_index(&self) -> u32 {
@@ -129,8 +138,10 @@ impl Mds {
         self.config.cluster.osds.len() as u32
     }
 
-    /// Retries every journaled removal; returns how many objects remain journaled.
+    /// Retries every journaled removal (and revocation); returns how many objects remain
+    /// journaled for removal.
     pub fn resume_journal(&self) -> Result<usize, FsError> {
+        revocation::resume(&self.ns, self.objects.as_ref())?;
         journal::resume(&self.ns, self.objects.as_ref())
     }
 
@@ -390,28 +401,28 @@ impl Mds {
     }
 
     /// setattr; a mode change of a regular file under security also revokes every capability
-    /// issued for its objects: a fresh policy tag is recorded, then set on each object. If an
-    /// OSD cannot be reached the answer is EIO and repeating the chmod finishes the revocation.
+    /// issued for its objects: one step records the new mode, the file's fresh policy tag and
+    /// the revocation journal; then each OSD is told. If one cannot be reached the answer is
+    /// EIO (the revocation is not complete yet) and the journal completes it once the OSD is
+    /// back (revocation.rs).
     fn setattr(&self, ino: InodeId, changes: &tessera_mds_proto::SetAttrs) -> Result<Attr, FsError> {
         let revoke = changes.mode.is_some() && self.config.security.is_some();
         let tag = fresh_policy_tag();
-        // One step: the new mode and, for a file, the new tag commit together.
-        let (row, retagged) = self.ns.write(|s| {
+        let (row, owed) = self.ns.write(|s| {
             let row = s.setattr(ino, changes, now())?;
             if row.kind != FileType::Regular || !revoke {
-                return Ok((row, None));
+                return Ok((row, Vec::new()));
             }
             s.set_policy_tag(ino, tag)?;
-            Ok((row, Some(s.layout(ino)?)))
+            Ok((row, s.journal_retag(ino, tag)?))
         })?;
         if row.kind != FileType::Regular {
             return Ok(row.attr(0));
         }
-        for o in retagged.iter().flat_map(|l| &l.objects) {
-            self.objects.set_policy_tag(*o, tag).map_err(|e| {
-                tracing::warn!(?o, %e, "revocation incomplete: policy tag not set");
-                FsError::Io
-            })?;
+        let left = revocation::retag(&self.ns, self.objects.as_ref(), &owed);
+        if left > 0 {
+            tracing::warn!(ino = ino.0, left, "revocation incomplete: retried in the background until every OSD holds the new tag");
+            return Err(FsError::Io);
         }
         Ok(row.attr(self.file_size(ino)?))
     }

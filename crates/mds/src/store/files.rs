@@ -102,9 +102,11 @@ pub fn resolve(hint: &StripeHint, osd_count: u32, spread: u64) -> Result<(Stripe
     Ok((layout, start))
 }
 
+/// Journals `objects` for removal; a revocation still owed to them is moot once they go.
 pub(crate) fn journal_add(tx: &Connection, objects: &[ObjectRef]) -> Result<(), FsError> {
     for o in objects {
         exec(tx, "INSERT OR IGNORE INTO pending_removal (osd, object_id) VALUES (?1, ?2)", params![o.osd, o.object_id as i64])?;
+        exec(tx, "DELETE FROM pending_retag WHERE osd = ?1 AND object_id = ?2", params![o.osd, o.object_id as i64])?;
     }
     Ok(())
 }
@@ -254,6 +256,34 @@ impl Store {
     pub fn set_policy_tag(&mut self, ino: InodeId, tag: u32) -> Result<(), FsError> {
         self.check_local(ino)?;
         exec(&self.conn, "UPDATE file_objects SET policy_tag = ?2 WHERE ino = ?1", params![ino.0 as i64, tag])?;
+        Ok(())
+    }
+
+    /// Journals a revocation: every object of `ino` must be set to `tag` on its OSD (a later
+    /// revocation replaces an earlier one still owed). Returns what to set.
+    pub fn journal_retag(&mut self, ino: InodeId, tag: u32) -> Result<Vec<(ObjectRef, u32)>, FsError> {
+        self.check_local(ino)?;
+        let objects = load_objects(&self.conn, ino)?;
+        for o in &objects {
+            exec(&self.conn, "INSERT OR REPLACE INTO pending_retag (osd, object_id, policy_tag) VALUES (?1, ?2, ?3)", params![o.osd, o.object_id as i64, tag])?;
+        }
+        Ok(objects.into_iter().map(|o| (o, tag)).collect())
+    }
+
+    /// Revocations not yet on the OSDs: each object with the tag it must hold.
+    pub fn pending_retags(&self) -> Result<Vec<(ObjectRef, u32)>, FsError> {
+        let mut stmt = self.conn.prepare_cached("SELECT osd, object_id, policy_tag FROM pending_retag ORDER BY osd, object_id").map_err(io)?;
+        let rows = stmt
+            .query_map([], |r| Ok((ObjectRef { osd: r.get(0)?, object_id: r.get::<_, i64>(1)? as u64 }, r.get::<_, i64>(2)? as u32)))
+            .map_err(io)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(io)
+    }
+
+    /// Revocations now on their OSDs leave the journal, unless a later one replaced them.
+    pub fn clear_retags(&mut self, done: &[(ObjectRef, u32)]) -> Result<(), FsError> {
+        for (o, tag) in done {
+            exec(&self.conn, "DELETE FROM pending_retag WHERE osd = ?1 AND object_id = ?2 AND policy_tag = ?3", params![o.osd, o.object_id as i64, tag])?;
+        }
         Ok(())
     }
 

@@ -1,0 +1,93 @@
+//! Revocation that survives an unreachable OSD. A `chmod` under security gives the file a
+//! fresh policy tag: the step that records it also journals, per object, the tag its OSD must
+//! hold (`pending_retag`). Then each OSD is told; a row leaves the journal only once its OSD
+//! holds the tag (and only if no later revocation replaced it). What an OSD could not be told
+//! is retried in the background every [`RETRY_EVERY`] and at start-up, so a revocation always
+//! completes once the OSD is back, without anyone repeating the `chmod`. Meanwhile the
+//! capabilities the server hands out carry the new tag: that OSD refuses them until it holds
+//! it, so the file's data there is unreachable rather than reachable under the old rights.
+//! Removing a file drops its rows (its objects are going away).
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tessera_mds_proto::{FsError, ObjectRef};
+
+use crate::namespace::Namespace;
+use crate::objects::DataObjects;
+
+/// How often journaled revocations are retried while any remain.
+pub const RETRY_EVERY: Duration = Duration::from_secs(2);
+
+/// Sets each object's tag on its OSD, then clears the rows of those set in one step. Returns
+/// how many are still owed.
+pub fn retag(ns: &Namespace, objects: &dyn DataObjects, list: &[(ObjectRef, u32)]) -> usize {
+    let mut done = Vec::with_capacity(list.len());
+    for &(o, tag) in list {
+        match objects.set_policy_tag(o, tag) {
+            Ok(()) => done.push((o, tag)),
+            // Kept whatever the cause: a row whose object was removed meanwhile already left
+            // the journal in the removing step, so nothing stays owed forever.
+            Err(e) => tracing::warn!(?o, %e, "revocation deferred: policy tag not set yet"),
+        }
+    }
+    let mut left = list.len() - done.len();
+    if !done.is_empty() {
+        // Relaxed: losing this step in a crash only sets the same tags again.
+        if let Err(e) = ns.write_relaxed(|s| s.clear_retags(&done)) {
+            tracing::warn!(%e, count = done.len(), "revocations done stay journaled");
+            left = list.len();
+        }
+    }
+    left
+}
+
+/// Retries every journaled revocation. Returns how many remain.
+pub fn resume(ns: &Namespace, objects: &dyn DataObjects) -> Result<usize, FsError> {
+    let list = ns.read(|s| s.pending_retags())?;
+    if list.is_empty() {
+        return Ok(0);
+    }
+    Ok(retag(ns, objects, &list))
+}
+
+/// The background retry: a thread that runs [`resume`] every [`RETRY_EVERY`]; stopped and
+/// joined on drop.
+pub struct Retrier {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Retrier {
+    pub fn start(ns: Arc<Namespace>, objects: Arc<dyn DataObjects>) -> std::io::Result<Retrier> {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new().name("mds-revoke".into()).spawn(move || loop {
+            let (lock, cv) = &*flag;
+            let stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
+            let (stopped, _) = cv.wait_timeout_while(stopped, RETRY_EVERY, |s| !*s).unwrap_or_else(|p| p.into_inner());
+            if *stopped {
+                return;
+            }
+            drop(stopped);
+            match resume(&ns, objects.as_ref()) {
+                Ok(0) => {}
+                Ok(left) => tracing::debug!(left, "revocations still owed"),
+                Err(e) => tracing::warn!(%e, "revocation journal not read"),
+            }
+        })?;
+        Ok(Retrier { stop, thread: Some(thread) })
+    }
+}
+
+impl Drop for Retrier {
+    fn drop(&mut self) {
+        let (lock, cv) = &*self.stop;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        cv.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
