@@ -18,25 +18,38 @@
 use tessera_mds_proto::{FsError, ObjectRef};
 
 use crate::namespace::Namespace;
-use crate::objects::DataObjects;
+use crate::objects::{DataObjects, ObjectsError};
+use crate::store::Store;
 use crate::store::files::object_server;
 
 /// Removes `list` from the OSDs, then clears the rows of those removed in one step (a row left
 /// by a crash before that step only costs a harmless second REMOVE). Returns how many are
 /// still journaled.
 pub fn drain(ns: &Namespace, objects: &dyn DataObjects, list: &[ObjectRef]) -> usize {
-    let mut removed = Vec::with_capacity(list.len());
-    for &o in list {
-        match objects.remove(o) {
-            Ok(()) => removed.push(o),
-            Err(e) => tracing::warn!(?o, %e, "object removal deferred"),
+    apply_then_clear(ns, list, "object removal", |o| objects.remove(o), |s, done| s.clear_pending(done))
+}
+
+/// The shape of every journal here: apply each row's action, then clear the rows whose action
+/// succeeded in one relaxed step (losing it in a crash only repeats idempotent actions). A
+/// failure leaves its row for the next pass. Returns how many rows remain.
+pub(crate) fn apply_then_clear<T: Copy + std::fmt::Debug>(
+    ns: &Namespace,
+    list: &[T],
+    what: &str,
+    act: impl Fn(T) -> Result<(), ObjectsError>,
+    clear: impl FnOnce(&mut Store, &[T]) -> Result<(), FsError>,
+) -> usize {
+    let mut done = Vec::with_capacity(list.len());
+    for &row in list {
+        match act(row) {
+            Ok(()) => done.push(row),
+            Err(e) => tracing::warn!(?row, %e, "{what} deferred"),
         }
     }
-    let mut left = list.len() - removed.len();
-    if !removed.is_empty() {
-        // Relaxed: losing this step in a crash only repeats REMOVEs that find nothing.
-        if let Err(e) = ns.write_relaxed(|s| s.clear_pending(&removed)) {
-            tracing::warn!(%e, count = removed.len(), "removed objects stay journaled");
+    let mut left = list.len() - done.len();
+    if !done.is_empty() {
+        if let Err(e) = ns.write_relaxed(|s| clear(s, &done)) {
+            tracing::warn!(%e, count = done.len(), "{what}: rows done stay journaled");
             left = list.len();
         }
     }

@@ -14,33 +14,19 @@ use std::time::Duration;
 
 use tessera_mds_proto::{FsError, ObjectRef};
 
+use crate::journal;
 use crate::namespace::Namespace;
 use crate::objects::DataObjects;
 
 /// How often journaled revocations are retried while any remain.
 pub const RETRY_EVERY: Duration = Duration::from_secs(2);
 
-/// Sets each object's tag on its OSD, then clears the rows of those set in one step. Returns
-/// how many are still owed.
+/// Sets each object's tag on its OSD, then clears the rows of those set (unless a later
+/// revocation replaced them). A failure, whatever its cause, keeps the row: a row whose object
+/// was removed meanwhile already left the journal in the removing step, so nothing stays owed
+/// forever. Returns how many are still owed.
 pub fn retag(ns: &Namespace, objects: &dyn DataObjects, list: &[(ObjectRef, u32)]) -> usize {
-    let mut done = Vec::with_capacity(list.len());
-    for &(o, tag) in list {
-        match objects.set_policy_tag(o, tag) {
-            Ok(()) => done.push((o, tag)),
-            // Kept whatever the cause: a row whose object was removed meanwhile already left
-            // the journal in the removing step, so nothing stays owed forever.
-            Err(e) => tracing::warn!(?o, %e, "revocation deferred: policy tag not set yet"),
-        }
-    }
-    let mut left = list.len() - done.len();
-    if !done.is_empty() {
-        // Relaxed: losing this step in a crash only sets the same tags again.
-        if let Err(e) = ns.write_relaxed(|s| s.clear_retags(&done)) {
-            tracing::warn!(%e, count = done.len(), "revocations done stay journaled");
-            left = list.len();
-        }
-    }
-    left
+    journal::apply_then_clear(ns, list, "revocation (policy tag)", |(o, tag)| objects.set_policy_tag(o, tag), |s, done| s.clear_retags(done))
 }
 
 /// Retries every journaled revocation. Returns how many remain.
