@@ -7,10 +7,14 @@
 //!
 //! A session that fails at the transport level (connection reset, target restarted) is
 //! discarded; the next caller logs in again. The failed command itself is reported, not
-//! retried: a WRITE may or may not have executed.
+//! retried: a WRITE may or may not have executed. A session idle for a while is looked at
+//! before it is lent (a peek at its socket that never blocks): one whose target went away
+//! meanwhile, e.g. an OSD restarted while this client was quiet, is replaced instead of failing
+//! the next command.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tessera_initiator::iscsi::{Session, SessionConfig};
 use tessera_initiator::osd_client::{OsdClient, OsdError};
@@ -26,12 +30,20 @@ pub type OsdConn = OsdClient<Session>;
 /// larger command as several bursts (R2T sequences) anyway, so a few bursts per command keep
 /// the per-command cost low without one command monopolising a connection.
 const BURSTS_PER_COMMAND: u64 = 4;
+/// A session unused for this long is checked for a closed connection before it is lent.
+const IDLE_CHECK_AFTER: Duration = Duration::from_millis(500);
+
+/// A logged-in session and when it was last lent.
+struct Pooled {
+    conn: Arc<OsdConn>,
+    lent_at: Instant,
+}
 
 struct Osd {
     entry: OsdEntry,
     /// Credentials of this OSD's objects that open files hold; every session signs with them.
     book: Arc<CredentialBook>,
-    sessions: Vec<Mutex<Option<Arc<OsdConn>>>>,
+    sessions: Vec<Mutex<Option<Pooled>>>,
     next: AtomicUsize,
 }
 
@@ -95,8 +107,15 @@ impl OsdPool {
         let osd = self.osd(osd_index, path)?;
         let slot = osd.next.fetch_add(1, Ordering::Relaxed) % osd.sessions.len();
         let mut guard = osd.sessions[slot].lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(conn) = guard.as_ref() {
-            return Ok(Lease { conn: conn.clone(), osd_index, slot });
+        if let Some(pooled) = guard.as_mut() {
+            let now = Instant::now();
+            let idle = now.duration_since(pooled.lent_at) >= IDLE_CHECK_AFTER;
+            if !(idle && pooled.conn.transport().peer_gone()) {
+                pooled.lent_at = now;
+                return Ok(Lease { conn: pooled.conn.clone(), osd_index, slot });
+            }
+            tracing::debug!(osd_index, addr = %osd.entry.addr, "idle OSD session was closed by the target; logging in again");
+            *guard = None;
         }
         let config = self.logins[osd_index as usize].clone();
         let session = Session::login(osd.entry.addr.as_str(), config).map_err(|e| ClientError::Osd {
@@ -106,7 +125,7 @@ impl OsdPool {
             source: Box::new(OsdError::Transport(e)),
         })?;
         let conn = Arc::new(OsdClient::with_credentials(session, osd.entry.lun, osd.book.clone()));
-        *guard = Some(conn.clone());
+        *guard = Some(Pooled { conn: conn.clone(), lent_at: Instant::now() });
         Ok(Lease { conn, osd_index, slot })
     }
 
@@ -117,7 +136,7 @@ impl OsdPool {
         if matches!(source, OsdError::Transport(_)) {
             let mut guard = osd.sessions[lease.slot].lock().unwrap_or_else(|p| p.into_inner());
             // Only retire the session this lease used; another thread may have replaced it.
-            if guard.as_ref().is_some_and(|c| Arc::ptr_eq(c, &lease.conn)) {
+            if guard.as_ref().is_some_and(|p| Arc::ptr_eq(&p.conn, &lease.conn)) {
                 *guard = None;
             }
         }

@@ -9,6 +9,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -290,6 +291,24 @@ impl Session {
     /// What login settled.
     pub fn negotiated(&self) -> &SessionParams {
         &self.inner.params
+    }
+
+    /// True when the connection is known to be gone: the session failed, or the target closed
+    /// or reset it while the session sat idle (nobody reads an idle session, so only a look at
+    /// the socket tells; a restarted OSD leaves every idle session of every client like this).
+    /// The look never blocks and consumes nothing; bytes waiting count as alive.
+    pub fn peer_gone(&self) -> bool {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return true;
+        }
+        let mut byte = 0u8;
+        // SAFETY: a one-byte buffer on the stack for a peek on our own open socket.
+        let n = unsafe { libc::recv(self.inner.socket.as_raw_fd(), (&mut byte as *mut u8).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+        match n {
+            0 => true,
+            n if n > 0 => false,
+            _ => !matches!(std::io::Error::last_os_error().kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted),
+        }
     }
 
     /// Sends a Text Request and returns the response's text (single PDU exchanges).
