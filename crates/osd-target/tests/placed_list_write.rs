@@ -436,8 +436,9 @@ fn under_cmdrsp_a_tampered_continuation_segment_is_refused_and_nothing_written()
     write(&c, obj, &mut model, 0, layout.clone(), &pattern(1 << 20, 3));
     assert!(c.read(obj, 0, model.len() as u64).unwrap().data == model, "a signed list WRITE lands");
 
-    // The same shape signed, then its stride altered (still a valid descriptor).
-    let data = pattern(1 << 20, 4);
+    // The same shape signed, then its stride altered (still a valid descriptor); small
+    // enough to go as one immediate data segment.
+    let data = pattern(512 << 10, 4);
     let builder = OsdRequestBuilder::new(Command::Write { addr: obj, offset: 0, len: data.len() as u64, layout }).data(&data);
     let mut encoded = builder.encode().unwrap();
     credential.sign(&mut encoded, NonceSource::new(0xC0FFEE).next(now_ms())).unwrap();
