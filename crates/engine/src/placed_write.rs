@@ -85,6 +85,13 @@ fn identity(file: &File) -> Result<(u64, u64), StorageError> {
     Ok((m.dev(), m.ino()))
 }
 
+/// End of the farthest piece of a layout.
+fn layout_end(layout: &DataLayout, offset: u64, len: u64) -> u64 {
+    let mut end = offset;
+    layout.for_each_extent(offset, len, |o, n| end = end.max(o.saturating_add(n)));
+    end
+}
+
 impl Engine {
     /// True when `request` can be a placed WRITE (see the module doc): a contiguous WRITE
     /// without attribute lists, on a store that keeps object data in files. Checks nothing
@@ -94,9 +101,11 @@ impl Engine {
         match &request.command {
             Command::Write { len, .. } if !plain || *len > limits::TRANSFER_LEN_MAX => false,
             Command::Write { layout: DataLayout::Contiguous, .. } => true,
-            Command::Write { layout, len, .. } => {
+            Command::Write { layout, len, offset, .. } => {
                 let count = layout.piece_count(*len).max(1);
-                self.data.maps_list_writes() && *len / count >= PLACED_LIST_PIECE_MIN
+                // Placed without a mapping, each piece would cost a bounce copy and a `pwrite`:
+                // worse than the buffered plan.
+                *len / count >= PLACED_LIST_PIECE_MIN && self.data.maps_list_writes(layout_end(layout, *offset, *len))
             }
             _ => false,
         }
@@ -105,7 +114,7 @@ impl Engine {
     /// True when some list WRITEs can be placed: the store keeps files and maps list writes.
     /// Which ones, [`placeable`](Engine::placeable) says once the layout is known.
     pub fn places_list_writes(&self) -> bool {
-        self.data.places_writes() && self.data.maps_list_writes()
+        self.data.places_writes() && self.data.maps_list_writes(0)
     }
 
     /// Checks a [`placeable`](Engine::placeable) WRITE and prepares its file. Errors are the

@@ -266,6 +266,12 @@ fn list_writes_are_placed_from_a_mean_piece_of_a_kibibyte() {
     assert!(!osd.engine.placeable(&strided(min - 1)));
     let with_set = with_set(strided(min), &[(APP_PAGE, 1, b"v")]);
     assert!(!osd.engine.placeable(&with_set), "attribute lists go through execute");
+    // Reaching past what the store maps: each piece would need its own pwrite.
+    let far = tessera_engine::store::mapped::MAPPED_OBJECT_MAX;
+    let beyond = list_req(a, far - 4096, 8192, DataLayout::Strided { stride: 4096, block_len: 4096 });
+    assert!(!osd.engine.placeable(&beyond));
+    let within = list_req(a, far - 8192, 8192, DataLayout::Strided { stride: 4096, block_len: 4096 });
+    assert!(osd.engine.placeable(&within));
 }
 
 fn pattern(len: usize, seed: u32) -> Vec<u8> {

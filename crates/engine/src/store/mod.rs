@@ -48,9 +48,10 @@ pub trait ObjectData: Send + Sync {
         Err(StorageError::Io { op: crate::error::IoOp::Open, source: std::io::ErrorKind::Unsupported.into() })
     }
 
-    /// True when [`ObjectData::prepare_list_write`] maps: list WRITEs can be received straight
-    /// into the object's pages. The default does not.
-    fn maps_list_writes(&self) -> bool {
+    /// True when [`ObjectData::prepare_list_write`] maps a file of `end` bytes: list WRITEs
+    /// reaching that far can be received straight into the object's pages. The default does
+    /// not map.
+    fn maps_list_writes(&self, _end: u64) -> bool {
         false
     }
 
