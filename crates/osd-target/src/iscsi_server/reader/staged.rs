@@ -4,6 +4,13 @@
 //! already decided), or, when it declines, the task's buffer as for any buffered command. One
 //! data segment may hold the end of the prefix and the first data bytes, so the split happens
 //! inside it, and the destination of the bytes after the split is asked again.
+//!
+//! Data-Out arrives in offset order: unsolicited data is checked to continue where it left
+//! off, and the target offers MaxOutstandingR2T=1, so each burst is solicited only once the
+//! one before it is complete. Overlapping pieces therefore resolve "later wins" by arrival,
+//! as in list order. Should more R2Ts ever be outstanding, a segment that does not continue
+//! the prefix sends the command the buffered way (which takes bytes at any offset) rather than
+//! misplace them.
 
 use std::io::{self, Read};
 use std::net::TcpStream;
@@ -49,18 +56,36 @@ impl Staged<'_> {
     fn resolve_prefix(&mut self) {
         let prefix = std::mem::take(&mut self.task.prefix);
         let placed = self.task.placed.as_mut().expect("a staged task is placed");
-        if placed.take_prefix(&prefix) {
-            return;
+        if !placed.take_prefix(&prefix) {
+            self.buffer_instead(prefix);
         }
+    }
+
+    /// Receives the task into a buffer from now on, starting with the `received` bytes of
+    /// Data-Out from offset 0.
+    fn buffer_instead(&mut self, received: Vec<u8>) {
         self.task.placed = None; // dropped unfinished: nothing was placed yet
         let write_len = self.task.write_len() as usize;
         if write_len >= RECYCLED_BUFFER_MIN {
             self.task.use_buffer(self.conn.take_buffer(write_len));
         }
-        self.task.grow(0, prefix.len()).copy_from_slice(&prefix);
+        self.task.grow(0, received.len()).copy_from_slice(&received);
     }
 
-    /// Bytes of `[from, from + n)` that go to the current stage.
+    /// The stage for bytes from Data-Out offset `from`: a prefix not continued in order is
+    /// given up for the buffered way (after which any order is fine).
+    fn stage_at(&mut self, from: u64) -> Stage {
+        let stage = self.stage();
+        if matches!(stage, Stage::Prefix(_)) && from != self.task.prefix.len() as u64 {
+            let received = std::mem::take(&mut self.task.prefix);
+            self.buffer_instead(received);
+            return Stage::Buffer;
+        }
+        stage
+    }
+
+    /// Bytes of `[from, from + n)` that go to the current stage (at least one: a prefix stage
+    /// starts at the prefix's current length, below its end).
     fn take(&self, stage: &Stage, from: u64, n: usize) -> usize {
         match *stage {
             Stage::Prefix(end) => (end.saturating_sub(from) as usize).min(n),
@@ -86,7 +111,7 @@ impl PlaceData<TcpStream> for Staged<'_> {
     fn put(&mut self, at: usize, mut bytes: &[u8]) {
         let mut from = self.base + at as u64;
         while !bytes.is_empty() {
-            let stage = self.stage();
+            let stage = self.stage_at(from);
             let n = self.take(&stage, from, bytes.len());
             match stage {
                 Stage::Prefix(end) => {
@@ -106,7 +131,7 @@ impl PlaceData<TcpStream> for Staged<'_> {
         let mut from = self.base + at as u64;
         let end = from + len as u64;
         while from < end {
-            let stage = self.stage();
+            let stage = self.stage_at(from);
             let n = self.take(&stage, from, (end - from) as usize);
             match stage {
                 Stage::Prefix(prefix_end) => {
