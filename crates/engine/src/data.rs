@@ -34,7 +34,7 @@ pub(crate) fn piece_capacity(layout: &DataLayout, len: u64) -> usize {
 }
 
 /// Expands a layout into pieces with their buffer offsets, in list order.
-fn pieces(layout: &DataLayout, offset: u64, len: u64) -> Vec<Piece> {
+pub(crate) fn pieces(layout: &DataLayout, offset: u64, len: u64) -> Vec<Piece> {
     let mut out = Vec::with_capacity(piece_capacity(layout, len));
     let mut buf_offset = 0usize;
     layout.for_each_extent(offset, len, |object_offset, n| {

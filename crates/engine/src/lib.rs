@@ -37,7 +37,7 @@ pub use security_store::{ObjectSecurity, StoredKey};
 pub use store::file::FileStore;
 pub use store::mem::MemStore;
 pub use store::{MapExtent, ObjectData, Piece};
-pub use placed_write::PlacedWrite;
+pub use placed_write::{PlacedList, PlacedWrite, PLACED_LIST_PIECE_MIN};
 pub use zero_copy::{FileRead, MappedRead};
 
 #[cfg(test)]

@@ -4,9 +4,12 @@
 //! cache, instead of socket to buffer to page cache) and the engine commits length, used
 //! capacity and timestamps afterwards ([`Engine::finish_placed_write`]).
 //!
-//! Only the plain case qualifies ([`Engine::placeable`]): a contiguous WRITE with no piggy-backed
-//! attributes, on a store that keeps object data in files. Everything else goes through
-//! `execute`.
+//! Only the plain case qualifies ([`Engine::placeable`]): a WRITE with no piggy-backed
+//! attributes, on a store that keeps object data in files; contiguous, or a list (SGL, strided,
+//! nested) whose pieces are large enough ([`PLACED_LIST_PIECE_MIN`]) on a store that maps list
+//! writes. A list's file is extended to the end of its pieces before the data arrives and
+//! handed out with its mapping ([`PlacedList`]): the target receives each piece straight into
+//! the object's pages. Everything else goes through `execute`.
 //!
 //! The object lock is not held while the data arrives: it comes at the network's pace, and the
 //! data of several commands may interleave on one connection. What keeps the object consistent
@@ -35,25 +38,45 @@ use crate::db::objects as rows;
 use crate::engine::Cx;
 use crate::error::{CommandError, IoOp, StorageError};
 use crate::placements::Ticket;
+use crate::store::mapped::Mapping;
+use crate::store::Piece;
 use crate::Engine;
 
-/// A WRITE whose `len` data bytes go to `file` from `offset` (data byte `i` at `offset + i`)
-/// before [`Engine::finish_placed_write`] commits them. Hand it back to the engine either way:
-/// to finish, or to [`Engine::abandon_placed_write`].
+/// Smallest mean piece of a list WRITE received straight into the object's pages; smaller
+/// pieces are received into a buffer and copied (docs/noncontiguous.md, "How the target moves
+/// the pieces").
+pub const PLACED_LIST_PIECE_MIN: u64 = 1024;
+
+/// A WRITE whose `len` data bytes go to `file` from `offset` (data byte `i` at `offset + i`),
+/// or for a list to the pieces of [`PlacedWrite::list`], before
+/// [`Engine::finish_placed_write`] commits them. Hand it back to the engine either way: to
+/// finish, or to [`Engine::abandon_placed_write`].
 #[derive(Debug)]
 pub struct PlacedWrite {
     pub file: Arc<File>,
     pub offset: u64,
     pub len: u64,
+    /// Where a list WRITE's data goes; `None` for a contiguous one.
+    pub list: Option<PlacedList>,
+    /// End of the bytes the WRITE puts in the file (the file is at least this long for a list).
+    end: u64,
     addr: ObjectAddr,
     /// (device, inode) of `file`: the commit checks the object still lives there.
     identity: (u64, u64),
     ticket: Ticket,
 }
 
-impl PlacedWrite {
-    fn end(&self) -> u64 {
-        self.offset + self.len
+/// A list WRITE's pieces in data order (`buf_offset` is the data byte of the piece's first
+/// byte) and, when the store could map the file, its mapping; all pieces lie below the file's
+/// length.
+pub struct PlacedList {
+    pub pieces: Vec<Piece>,
+    pub mapping: Option<Arc<Mapping>>,
+}
+
+impl std::fmt::Debug for PlacedList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlacedList").field("pieces", &self.pieces.len()).field("mapped", &self.mapping.is_some()).finish()
     }
 }
 
@@ -62,31 +85,56 @@ fn identity(file: &File) -> Result<(u64, u64), StorageError> {
     Ok((m.dev(), m.ino()))
 }
 
+/// End of the farthest piece of a layout.
+fn layout_end(layout: &DataLayout, offset: u64, len: u64) -> u64 {
+    let mut end = offset;
+    layout.for_each_extent(offset, len, |o, n| end = end.max(o.saturating_add(n)));
+    end
+}
+
 impl Engine {
     /// True when `request` can be a placed WRITE (see the module doc): a contiguous WRITE
     /// without attribute lists, on a store that keeps object data in files. Checks nothing
     /// about the object.
     pub fn placeable(&self, request: &Request<'_>) -> bool {
-        let plain = matches!(request.command, Command::Write { layout: DataLayout::Contiguous, len, .. } if len <= limits::TRANSFER_LEN_MAX)
-            && request.set_attrs.is_empty()
-            && request.get_attrs == GetAttrs::None;
-        plain && self.data.places_writes()
+        let plain = request.set_attrs.is_empty() && request.get_attrs == GetAttrs::None && self.data.places_writes();
+        match &request.command {
+            Command::Write { len, .. } if !plain || *len > limits::TRANSFER_LEN_MAX => false,
+            Command::Write { layout: DataLayout::Contiguous, .. } => true,
+            Command::Write { layout, len, offset, .. } => {
+                let count = layout.piece_count(*len).max(1);
+                // Placed without a mapping, each piece would cost a bounce copy and a `pwrite`:
+                // worse than the buffered plan.
+                *len / count >= PLACED_LIST_PIECE_MIN && self.data.maps_list_writes(layout_end(layout, *offset, *len))
+            }
+            _ => false,
+        }
+    }
+
+    /// True when some list WRITEs can be placed: the store keeps files and maps list writes.
+    /// Which ones, [`placeable`](Engine::placeable) says once the layout is known.
+    pub fn places_list_writes(&self) -> bool {
+        self.data.places_writes() && self.data.maps_list_writes(0)
     }
 
     /// Checks a [`placeable`](Engine::placeable) WRITE and prepares its file. Errors are the
     /// command's answer, as from `execute` (a request that is not placeable is refused as an
     /// unsupported service action).
     pub fn begin_placed_write(&self, request: &Request<'_>) -> Result<PlacedWrite, CommandError> {
-        let Command::Write { addr, offset, len, .. } = request.command else {
+        let Command::Write { addr, offset, len, ref layout } = request.command else {
             return Err(CommandError::Unsupported(request.service_action.code()));
         };
         if !self.placeable(request) {
             return Err(CommandError::Unsupported(request.service_action.code()));
         }
+        let pieces = (*layout != DataLayout::Contiguous).then(|| crate::data::pieces(layout, offset, len));
+        let end = match &pieces {
+            Some(list) => list.iter().map(|p| p.object_offset + p.len as u64).max().unwrap_or(offset),
+            None => offset.saturating_add(len),
+        };
         let _epoch = self.epoch.read().unwrap_or_else(|p| p.into_inner());
         let _lock = self.locks.write(addr);
         let row = self.user_row(addr)?;
-        let end = offset.saturating_add(len);
         self.check_quotas(&row, end)?;
         let file = self.data.file_for_write(addr)?;
         if end > row.logical_len {
@@ -94,7 +142,13 @@ impl Engine {
         }
         let identity = identity(&file)?;
         let ticket = self.placements.register(addr, end);
-        Ok(PlacedWrite { file, offset, len, addr, identity, ticket })
+        let mut write = PlacedWrite { file, offset, len, list: None, end, addr, identity, ticket };
+        if let Some(pieces) = pieces {
+            // Registered first: from here an abandon trims the extension again.
+            let mapping = self.data.prepare_list_write(addr, &write.file, end)?;
+            write.list = Some(PlacedList { pieces, mapping });
+        }
+        Ok(write)
     }
 
     /// Commits a placed WRITE whose data has all been put in place; `request` is the one it
@@ -116,12 +170,18 @@ impl Engine {
         if w.ticket.disturbed() || !self.still_stored_in(w)? {
             return Err(CommandError::WriteOvertaken { addr });
         }
-        self.check_quotas(&row, w.end())?;
+        // A page of the mapping replaced after a fault (fault_guard.rs) may have taken bytes
+        // meant for the file.
+        if w.list.as_ref().and_then(|l| l.mapping.as_ref()).is_some_and(|m| m.is_damaged()) {
+            let source = std::io::Error::other("a mapped page of the object was lost while its data arrived");
+            return Err(StorageError::Io { op: IoOp::Write, source }.into());
+        }
+        self.check_quotas(&row, w.end)?;
         if cx.durable {
             self.data.sync(addr)?;
         }
         let used_after = self.data.used_bytes(addr)?;
-        let change = DataChange { new_len: row.logical_len.max(w.end()), used_before: row.used_bytes, used_after };
+        let change = DataChange { new_len: row.logical_len.max(w.end), used_before: row.used_bytes, used_after };
         let retrieved = self.commit_change(&mut cx, &row, change)?;
         Ok(crate::engine::reply(retrieved))
     }

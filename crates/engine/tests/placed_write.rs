@@ -183,6 +183,97 @@ fn only_plain_writes_on_file_stores_are_placed_and_checks_still_answer() {
     assert!(matches!(err, CommandError::QuotaExceeded { .. }), "{err}");
 }
 
+fn list_req(addr: ObjectAddr, offset: u64, len: u64, layout: DataLayout) -> Request<'static> {
+    req(Command::Write { addr, offset, len, layout })
+}
+
+/// Puts a placed list's data where its pieces say: through the mapping (as the transport's
+/// `recvmsg` does) for the pieces in `mapped`, with `pwrite` for the others.
+fn place_list(w: &PlacedWrite, data: &[u8], mapped: impl Fn(usize) -> bool) {
+    let list = w.list.as_ref().expect("a list placement");
+    let memory = list.mapping.as_ref().expect("a file store maps list writes");
+    for (i, p) in list.pieces.iter().enumerate() {
+        let bytes = &data[p.buf_offset..p.buf_offset + p.len];
+        if mapped(i) {
+            assert!(p.object_offset + p.len as u64 <= w.file.metadata().unwrap().len(), "the file covers every piece");
+            let base = tessera_scsi::MappedMemory::as_ptr(&**memory) as *mut u8;
+            // SAFETY: the piece lies below the file's length, inside the mapping.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(p.object_offset as usize), p.len) };
+        } else {
+            w.file.write_all_at(bytes, p.object_offset).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_committed_list_placement_equals_the_same_write_through_execute() {
+    let placed = Osd::new();
+    let buffered = Osd::new();
+    let (a, b) = (object(&placed), object(&buffered));
+    let overlapping = DataLayout::List(vec![
+        tessera_osd_proto::Extent { offset: 900_000, len: 5000 },
+        tessera_osd_proto::Extent { offset: 10, len: 70_000 },
+        tessera_osd_proto::Extent { offset: 40_000, len: 3000 }, // overlaps the one before: wins
+    ]);
+    let writes = [
+        (0u64, DataLayout::Strided { stride: 65_536, block_len: 4096 }, 4096 * 64u64),
+        (1000, DataLayout::Strided { stride: 10_000, block_len: 6000 }, 200_001),
+        (0, overlapping, 78_000),
+        (5, DataLayout::Nested { block_len: 2048, levels: vec![(4, 5000), (3, 100_000)] }, 2048 * 12),
+    ];
+    for (i, (offset, layout, len)) in writes.into_iter().enumerate() {
+        let data = pattern(len as usize, i as u32 + 10);
+        let r = list_req(a, offset, len, layout.clone());
+        assert!(placed.engine.placeable(&r), "{layout:?}");
+        let w = placed.engine.begin_placed_write(&r).expect("begin");
+        place_list(&w, &data, |piece| piece % 3 != 1);
+        placed.engine.finish_placed_write(w, &r, placed.now()).unwrap();
+        buffered.ok(&Request { data: &data, ..list_req(b, offset, len, layout) });
+    }
+    let len = attr(&buffered, b, INFO, LENGTH);
+    assert_eq!(attr(&placed, a, INFO, LENGTH), len);
+    assert_eq!(placed.read(a, 0, len).data_in, buffered.read(b, 0, len).data_in);
+    assert_eq!(attr(&placed, a, INFO, USED), attr(&buffered, b, INFO, USED));
+    assert_consistent(&placed, a);
+}
+
+#[test]
+fn an_abandoned_list_placement_trims_the_extension_it_made() {
+    let osd = Osd::new();
+    let a = object(&osd);
+    let old = pattern(100_000, 2);
+    osd.write(a, 0, &old);
+    // 256 pieces of 4 KiB at a 64 KiB stride: the file is extended to 16 MiB before any byte.
+    let r = list_req(a, 0, 1 << 20, DataLayout::Strided { stride: 65_536, block_len: 4096 });
+    let w = osd.engine.begin_placed_write(&r).unwrap();
+    assert!(w.file.metadata().unwrap().len() >= 255 * 65_536 + 4096);
+    place_list(&w, &pattern(1 << 20, 3), |piece| piece < 100);
+    osd.engine.abandon_placed_write(w);
+    assert_eq!(attr(&osd, a, INFO, LENGTH), 100_000, "the length did not move");
+    assert_consistent(&osd, a);
+    osd.write(a, 20 << 20, b"end");
+    assert!(osd.read(a, 100_000, (20 << 20) - 100_000).data_in.iter().all(|b| *b == 0), "abandoned bytes came back");
+    assert_consistent(&osd, a);
+}
+
+#[test]
+fn list_writes_are_placed_from_a_mean_piece_of_a_kibibyte() {
+    let osd = Osd::new();
+    let a = object(&osd);
+    let min = tessera_engine::PLACED_LIST_PIECE_MIN;
+    let strided = |block_len: u64| list_req(a, 0, block_len * 100, DataLayout::Strided { stride: 2 * block_len, block_len });
+    assert!(osd.engine.placeable(&strided(min)));
+    assert!(!osd.engine.placeable(&strided(min - 1)));
+    let with_set = with_set(strided(min), &[(APP_PAGE, 1, b"v")]);
+    assert!(!osd.engine.placeable(&with_set), "attribute lists go through execute");
+    // Reaching past what the store maps: each piece would need its own pwrite.
+    let far = tessera_engine::store::mapped::MAPPED_OBJECT_MAX;
+    let beyond = list_req(a, far - 4096, 8192, DataLayout::Strided { stride: 4096, block_len: 4096 });
+    assert!(!osd.engine.placeable(&beyond));
+    let within = list_req(a, far - 8192, 8192, DataLayout::Strided { stride: 4096, block_len: 4096 });
+    assert!(osd.engine.placeable(&within));
+}
+
 fn pattern(len: usize, seed: u32) -> Vec<u8> {
     (0..len as u32).map(|i| (i.wrapping_mul(2654435761).wrapping_add(seed) >> 24) as u8).collect()
 }

@@ -71,8 +71,48 @@ pub fn decode_before_data(cdb: &[u8], data_out_len: u64) -> Option<(Request<'sta
     data_only.then_some((request, placement))
 }
 
+/// The continuation length of a WRITE whose Data-Out may be the continuation segment and then
+/// its data, decided from the CDB alone: a target that wants to put such a WRITE's data where
+/// it belongs receives this many bytes first and hands them to
+/// [`decode_before_data_with_continuation`]. `None` for every other command (including a
+/// WRITE without continuation, which [`decode_before_data`] answers).
+pub fn continuation_before_data(cdb: &[u8], data_out_len: u64) -> Option<u32> {
+    let raw = RawCdb::new(cdb)?;
+    let sa = ServiceAction::from_code(raw.u16(cdb::SERVICE_ACTION))?;
+    let len = raw.u32(cdb::CONTINUATION_LEN);
+    let fits = len > 0 && len <= CONTINUATION_LEN_MAX && (len as u64) < data_out_len;
+    (cdb.first() == Some(&cdb::OPCODE_VARIABLE_LENGTH) && sa == ServiceAction::Write && fits).then_some(len)
+}
+
+/// [`decode_before_data`] for a command whose Data-Out starts with a continuation segment:
+/// `segment` is Data-Out `[0, continuation length)`, and the data behind it has not arrived.
+/// Answers only for commands whose Data-Out is the segment and then their data, nothing else,
+/// with the same checks as [`decode_request`] and `data` empty; `None` otherwise, including a
+/// segment that does not decode (the caller receives the whole Data-Out as usual and
+/// [`decode_request`] reports the error with its field pointer).
+pub fn decode_before_data_with_continuation(cdb: &[u8], segment: &[u8], data_out_len: u64) -> Option<(Request<'static>, ReplyPlacement)> {
+    let raw = RawCdb::new(cdb)?;
+    if raw.u32(cdb::CONTINUATION_LEN) as usize != segment.len() || segment.is_empty() {
+        return None;
+    }
+    let (request, placement) = decode(cdb, segment, data_out_len).ok()?;
+    let data_only = request.set_attrs.is_empty()
+        && request.get_attrs == GetAttrs::None
+        && request.command.write_len().map(|len| len + segment.len() as u64) == Some(data_out_len);
+    let request = Request {
+        service_action: request.service_action,
+        options: request.options,
+        timestamps: request.timestamps,
+        command: request.command,
+        set_attrs: request.set_attrs,
+        get_attrs: request.get_attrs,
+        data: &[],
+    };
+    data_only.then_some((request, placement))
+}
+
 /// [`decode_request`] over `data_out_len` bytes of Data-Out of which `data_out` (all of them,
-/// or none) are at hand.
+/// the continuation segment, or none) are at hand.
 fn decode<'a>(cdb: &[u8], data_out: &'a [u8], data_out_len: u64) -> Result<(Request<'a>, ReplyPlacement), DecodeError> {
     if let Some(&op) = cdb.first() {
         if op != cdb::OPCODE_VARIABLE_LENGTH {

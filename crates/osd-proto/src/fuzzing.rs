@@ -3,7 +3,7 @@
 //! Each one must return (any `Result`) for every input; a panic is a bug.
 
 use crate::continuation::{self, DataSpan};
-use crate::{attr_list, builder::OsdRequestBuilder, decode_before_data, decode_request, encode_reply, list, read_map, Reply, Request};
+use crate::{attr_list, builder::OsdRequestBuilder, continuation_before_data, decode_before_data, decode_before_data_with_continuation, decode_request, encode_reply, list, read_map, Reply, Request};
 
 /// Splits `data` into a CDB-length prefix and Data-Out, decodes, and when the decode succeeds
 /// checks the round trip through the builder and the reply encoder.
@@ -17,11 +17,14 @@ pub fn decode_request_bytes(data: &[u8]) -> bool {
 /// same request, and encoding an empty reply must not panic. Returns whether it decoded.
 pub fn decode_cdb_and_data(cdb: &[u8], data_out: &[u8]) -> bool {
     let early = decode_before_data(cdb, data_out.len() as u64);
+    let segment = continuation_before_data(cdb, data_out.len() as u64).and_then(|len| data_out.get(..len as usize));
+    let early_list = segment.and_then(|s| decode_before_data_with_continuation(cdb, s, data_out.len() as u64));
     let Ok((request, placement)) = decode_request(cdb, data_out) else {
         assert!(early.is_none(), "a command that decodes before its data must decode with it");
+        assert!(early_list.is_none(), "a command that decodes from its continuation segment must decode with its data");
         return false;
     };
-    if let Some((early, early_placement)) = early {
+    for (early, early_placement) in early.into_iter().chain(early_list) {
         assert_eq!(early, Request { data: &[], ..request.clone() }, "decoding before the data must agree");
         assert_eq!(early_placement, placement);
     }

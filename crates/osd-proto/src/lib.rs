@@ -40,7 +40,7 @@ pub use command::{
     Command, DataLayout, Extent, FlushScope, MapType, Options, QueryCondition, QueryCriteria, Reply, Request,
     ServiceAction, TimestampsControl,
 };
-pub use decode::{continuation_segment, decode_before_data, decode_request};
+pub use decode::{continuation_before_data, continuation_segment, decode_before_data, decode_before_data_with_continuation, decode_request};
 pub use error::{CdbField, DecodeError, ParamField};
 pub use list::{ListEntry, ListResult, QueryResult};
 pub use read_map::{MapEntry, ReadMapResult};

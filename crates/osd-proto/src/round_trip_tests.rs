@@ -13,7 +13,7 @@ use tessera_types::ObjectAddr;
 use crate::attr::{AttrId, Attribute, GetAttrs};
 use crate::builder::OsdRequestBuilder;
 use crate::command::*;
-use crate::decode::{decode_before_data, decode_request};
+use crate::decode::{continuation_before_data, decode_before_data, decode_before_data_with_continuation, decode_request};
 use crate::error::{CdbField, DecodeError, ParamField};
 
 const FIRST: u64 = 0x10000;
@@ -232,6 +232,26 @@ proptest! {
             && spec.set_attrs.is_empty()
             && spec.get_attrs == GetAttrs::None;
         prop_assert_eq!(early.is_some(), data_only, "{:?}", spec.command);
+        if let Some((early, placement)) = early {
+            prop_assert_eq!(early, Request { data: &[], ..req });
+            prop_assert_eq!(placement, encoded.placement);
+        }
+    }
+
+    /// A list WRITE decodes from its CDB and continuation segment exactly as it will with its
+    /// data, when its Data-Out is nothing but the segment and the data; every other command
+    /// waits for its Data-Out.
+    #[test]
+    fn decode_with_continuation_agrees_with_decode(spec in spec()) {
+        let req = request(&spec);
+        let encoded = OsdRequestBuilder::from_request(&req).encode().unwrap();
+        let data_out = encoded.data_out_vec();
+        let segment_len = continuation_before_data(&encoded.cdb, data_out.len() as u64);
+        let early = segment_len.and_then(|n| decode_before_data_with_continuation(&encoded.cdb, &data_out[..n as usize], data_out.len() as u64));
+        let list_data_only = matches!(&spec.command, Command::Write { layout, len, .. } if *layout != DataLayout::Contiguous && *len > 0)
+            && spec.set_attrs.is_empty()
+            && spec.get_attrs == GetAttrs::None;
+        prop_assert_eq!(early.is_some(), list_data_only, "{:?}", spec.command);
         if let Some((early, placement)) = early {
             prop_assert_eq!(early, Request { data: &[], ..req });
             prop_assert_eq!(placement, encoded.placement);

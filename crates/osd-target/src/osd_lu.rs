@@ -23,6 +23,7 @@ use tessera_types::ObjectAddr;
 use crate::security_gate::{GateError, SecurityGate, TargetSecurity};
 use crate::spc::{CommandSet, DeviceIdentity};
 
+mod placed_list;
 mod placed_write;
 
 /// OSD peripheral device type (SPC-4 table 51).

@@ -12,7 +12,7 @@ pub mod task;
 pub mod transport;
 
 pub use mapped_data_in::{MappedDataIn, MappedMemory, MappedSegment};
-pub use placed::{Decided, Destination, PlacedDataOut};
+pub use placed::{Decided, Destination, PlacedDataOut, PlacedPiece, PlacedPieces};
 pub use sense::{FieldPointer, OsdObjectSense, Sense, SenseDecodeError, SenseKey};
 pub use status::ScsiStatus;
 pub use task::{FileDataIn, Nexus, ScsiDevice, ScsiOutcome, ScsiTask, TmfResult};

@@ -10,7 +10,9 @@ use std::sync::Arc;
 /// Memory mirroring a file. A transport hands the kernel pointers into it (the kernel's copy
 /// fails with EFAULT where the file lost bytes, it does not raise a signal) and copies out of
 /// it with [`MappedMemory::copy_out`], which must fail rather than fault, when it needs the
-/// bytes itself (e.g. for a data digest).
+/// bytes itself (e.g. for a data digest). Memory handed out for a placed WRITE
+/// ([`crate::PlacedPieces`]) is a writable shared mapping: the transport hands the kernel
+/// pointers into it to receive into (again EFAULT, not a signal, where the file lost a page).
 pub trait MappedMemory: Send + Sync {
     /// The first byte; [`MappedMemory::len`] bytes follow.
     fn as_ptr(&self) -> *const u8;

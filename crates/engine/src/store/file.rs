@@ -312,6 +312,20 @@ impl ObjectData for FileStore {
         Ok(mapped::mapping(&self.cache, addr, &file, stored).map(|m| (m, stored)))
     }
 
+    fn maps_list_writes(&self, end: u64) -> bool {
+        self.mapped_lists && end <= mapped::MAPPED_OBJECT_MAX && fault_guard::available()
+    }
+
+    fn prepare_list_write(&self, addr: ObjectAddr, file: &File, end: u64) -> Result<Option<Arc<mapped::Mapping>>, StorageError> {
+        if file.metadata().map_err(StorageError::io(IoOp::Stat))?.len() < end {
+            file.set_len(end).map_err(StorageError::io(IoOp::Truncate))?;
+        }
+        if !self.maps_list_writes(end) {
+            return Ok(None);
+        }
+        Ok(mapped::mapping(&self.cache, addr, file, end))
+    }
+
     fn read_at(&self, addr: ObjectAddr, offset: u64, buf: &mut [u8]) -> Result<usize, StorageError> {
         match self.existing(addr)? {
             Some(f) => read_at_most(&f, offset, buf).map_err(StorageError::io(IoOp::Read)),

@@ -48,6 +48,23 @@ pub trait ObjectData: Send + Sync {
         Err(StorageError::Io { op: crate::error::IoOp::Open, source: std::io::ErrorKind::Unsupported.into() })
     }
 
+    /// True when [`ObjectData::prepare_list_write`] maps a file of `end` bytes: list WRITEs
+    /// reaching that far can be received straight into the object's pages. The default does
+    /// not map.
+    fn maps_list_writes(&self, _end: u64) -> bool {
+        false
+    }
+
+    /// Makes `file` (the object's, from [`ObjectData::file_for_write`]) at least `end` bytes
+    /// long, as writing a piece there would, and returns a shared mapping of it covering `end`
+    /// when the store maps list writes and could map it. The caller holds the object lock.
+    fn prepare_list_write(&self, _addr: ObjectAddr, file: &std::fs::File, end: u64) -> Result<Option<std::sync::Arc<mapped::Mapping>>, StorageError> {
+        if file.metadata().map_err(StorageError::io(crate::error::IoOp::Stat))?.len() < end {
+            file.set_len(end).map_err(StorageError::io(crate::error::IoOp::Truncate))?;
+        }
+        Ok(None)
+    }
+
     /// A mapping of the object's stored bytes and how many there are, for stores that can map
     /// them (a list READ is then sent from it without a copy into a buffer). `None` (the
     /// default) when the store cannot, or the object has no data.

@@ -13,6 +13,7 @@ mod conn;
 mod executor;
 mod login;
 mod mapped_send;
+mod placed_pieces;
 mod placement;
 mod r2t;
 mod reader;

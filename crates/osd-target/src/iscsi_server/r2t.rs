@@ -7,7 +7,7 @@
 
 use tessera_iscsi::bhs::RESERVED_TAG;
 use tessera_iscsi::pdu::{DataOut, ScsiCommand};
-use tessera_scsi::{PlacedDataOut, Sense};
+use tessera_scsi::{Destination, PlacedDataOut, Sense};
 
 use super::conn::ReadyTask;
 
@@ -41,6 +41,9 @@ pub(crate) struct Receiving {
     /// Where the Data-Out goes when the device takes it straight into place (then `buf` stays
     /// empty).
     pub placed: Option<Box<dyn PlacedDataOut>>,
+    /// Data-Out `[0, n)` received so far while the device waits for a prefix of it to decide
+    /// where the rest goes (reader/staged.rs).
+    pub prefix: Vec<u8>,
     received_total: u32,
     unsolicited_max: u32,
     unsolicited_received: u32,
@@ -65,6 +68,7 @@ impl Receiving {
             bidi: cmd.read && cmd.write,
             buf: Vec::new(),
             placed: None,
+            prefix: Vec::new(),
             received_total: 0,
             unsolicited_max,
             unsolicited_received: 0,
@@ -109,8 +113,14 @@ impl Receiving {
         self.placed = Some(placed);
     }
 
+    /// True once the device has said where the Data-Out goes (not while it waits for a
+    /// prefix: the command may still be received into a buffer).
     pub fn is_placed(&self) -> bool {
-        self.placed.is_some()
+        self.placed.as_ref().is_some_and(|p| !matches!(p.destination(), Destination::Prefix { .. }))
+    }
+
+    pub fn write_len(&self) -> u32 {
+        self.write_len
     }
 
     /// Records immediate data.

@@ -25,7 +25,10 @@ use super::conn::{Connection, Work};
 use super::placement::{FilePlacement, PLACED_WRITE_MIN};
 use super::r2t::{Receiving, R2tPlan};
 use super::splice::SplicePipe;
+use staged::Staged;
+use tessera_engine::{IoOp, StorageError};
 
+mod staged;
 mod text;
 
 /// Failure to keep the connection: the reader stops and the connection closes.
@@ -268,6 +271,11 @@ impl Reader<'_> {
         let failure = match task.placed.as_ref().map(|p| p.destination()) {
             None => return self.pdus.read_data(task.grow(offset, len)),
             Some(Destination::Discard) => return self.pdus.discard_data(len),
+            Some(Destination::Prefix { .. } | Destination::Pieces(_)) => {
+                let mut staged = Staged { conn: self.conn, task, base: offset as u64, failed: None };
+                self.pdus.read_data_placed(len, &mut staged)?;
+                staged.failed.map(|source| StorageError::Io { op: IoOp::Write, source }.sense())
+            }
             Some(Destination::File { file, offset: base }) => {
                 let Some(Ok(pipe)) = &self.pipe else {
                     unreachable!("a WRITE is placed only once the pipe exists");

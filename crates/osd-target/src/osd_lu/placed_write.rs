@@ -4,11 +4,13 @@
 //! the transport then puts the Data-Out bytes there as they arrive, and `finish` commits.
 //!
 //! Taken only when nothing is lost by deciding early: the command must decode from its CDB alone
-//! with Data-Out that is all data (no continuation, no attribute lists), and under security its
-//! capability must not ask for ALLDATA (whose integrity value covers the Data-Out bytes). Every
-//! other command, and every CDB that does not decode, goes the buffered way, where `execute`
-//! answers it. A refusal decided here (capability, missing object, quota) is answered once the
-//! data has been read and dropped, exactly as `execute` would have answered it.
+//! with Data-Out that is all data (no attribute lists), or, for a list WRITE, from its CDB and
+//! continuation segment with Data-Out that is the segment and then the data (placed_list.rs),
+//! and under security its capability must not ask for ALLDATA (whose integrity value covers the
+//! Data-Out bytes). Every other command, and every CDB that does not decode, goes the buffered
+//! way, where `execute` answers it. A refusal decided here (capability, missing object, quota)
+//! is answered once the data has been read and dropped, exactly as `execute` would have
+//! answered it.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -16,7 +18,7 @@ use std::time::Instant;
 
 use tessera_engine::PlacedWrite;
 use tessera_osd_proto::{decode_before_data, ReplyPlacement, Request};
-use tessera_scsi::{Decided, Destination, Nexus, PlacedDataOut, ScsiOutcome, ScsiTask};
+use tessera_scsi::{Decided, Destination, MappedMemory, Nexus, PlacedDataOut, PlacedPiece, PlacedPieces, ScsiOutcome, ScsiTask};
 use tessera_security::Authorized;
 use tessera_security::clock::now_ms;
 
@@ -26,34 +28,51 @@ use crate::spc::LUN0;
 impl OsdCommandSet {
     /// See the module doc; `None` sends the command the buffered way.
     pub(super) fn place_write(self: &Arc<Self>, nexus: &Nexus, cdb: &[u8], data_out_len: u64, data_in_len: u32) -> Option<Box<dyn PlacedDataOut>> {
+        if self.security.as_ref().is_some_and(|g| g.needs_data_out(cdb)) {
+            return None;
+        }
         let t0 = Instant::now();
-        let (request, placement) = decode_before_data(cdb, data_out_len)?;
-        if !self.engine.placeable(&request) || self.security.as_ref().is_some_and(|g| g.needs_data_out(cdb)) {
+        let Some((request, placement)) = decode_before_data(cdb, data_out_len) else {
+            return self.place_list_write(nexus, cdb, data_out_len, data_in_len);
+        };
+        if !self.engine.placeable(&request) {
             return None;
         }
         self.times.decode_ns.fetch_add(nanos_since(t0), Ordering::Relaxed);
+        Some(self.begin_placed(nexus, cdb, &[], request, placement, data_in_len))
+    }
+
+    /// Authorizes a decoded placeable WRITE (`data_out` is what of its Data-Out has arrived:
+    /// nothing, or its continuation segment) and begins it on the engine; a refusal is decided
+    /// here, to be answered once the data has been dropped.
+    pub(super) fn begin_placed(self: &Arc<Self>, nexus: &Nexus, cdb: &[u8], data_out: &[u8], request: Request<'static>, placement: ReplyPlacement, data_in_len: u32) -> Box<dyn PlacedDataOut> {
         self.times.commands.fetch_add(1, Ordering::Relaxed);
         let auth = match &self.security {
             None => None,
             Some(gate) => {
-                let task = ScsiTask { lun: LUN0, cdb, data_out: &[], data_in_len };
+                let task = ScsiTask { lun: LUN0, cdb, data_out, data_in_len };
                 match gate.authorize(&self.engine, nexus, &task, &request, now_ms()) {
                     Ok(auth) => Some(auth),
-                    Err(sense) => return Some(Box::new(Decided(ScsiOutcome::check_condition(sense)))),
+                    Err(sense) => return Box::new(Decided(ScsiOutcome::check_condition(sense))),
                 }
             }
         };
         let t1 = Instant::now();
         let begun = self.engine.begin_placed_write(&request);
         self.times.engine_ns.fetch_add(nanos_since(t1), Ordering::Relaxed);
-        let mut placed = OsdPlacedWrite { set: self.clone(), request, placement, data_in_len, auth, write: None };
+        let mut placed = OsdPlacedWrite { set: self.clone(), request, placement, data_in_len, auth, write: None, pieces: Vec::new() };
         match begun {
             Ok(write) => {
                 self.times.placed_writes.fetch_add(1, Ordering::Relaxed);
+                // The list's data follows the continuation segment in Data-Out.
+                if let Some(list) = &write.list {
+                    let at = data_out.len() as u64;
+                    placed.pieces = list.pieces.iter().map(|p| PlacedPiece { at: at + p.buf_offset as u64, offset: p.object_offset, len: p.len }).collect();
+                }
                 placed.write = Some(write);
-                Some(Box::new(placed))
+                Box::new(placed)
             }
-            Err(e) => Some(Box::new(Decided(placed.sealed(ScsiOutcome::check_condition(e.sense()))))),
+            Err(e) => Box::new(Decided(placed.sealed(ScsiOutcome::check_condition(e.sense())))),
         }
     }
 }
@@ -66,6 +85,8 @@ struct OsdPlacedWrite {
     auth: Option<Authorized>,
     /// Some until finished; dropped unfinished, it is abandoned.
     write: Option<PlacedWrite>,
+    /// A list WRITE's pieces, at their Data-Out offsets; empty for a contiguous WRITE.
+    pieces: Vec<PlacedPiece>,
 }
 
 impl OsdPlacedWrite {
@@ -81,7 +102,14 @@ impl OsdPlacedWrite {
 impl PlacedDataOut for OsdPlacedWrite {
     fn destination(&self) -> Destination<'_> {
         match &self.write {
-            Some(w) => Destination::File { file: &w.file, offset: w.offset },
+            Some(w) => match &w.list {
+                None => Destination::File { file: &w.file, offset: w.offset },
+                Some(list) => Destination::Pieces(PlacedPieces {
+                    file: &w.file,
+                    memory: list.mapping.as_deref().map(|m| m as &dyn MappedMemory),
+                    pieces: &self.pieces,
+                }),
+            },
             None => Destination::Discard,
         }
     }
