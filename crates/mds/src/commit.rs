@@ -12,7 +12,7 @@
 //!   once per group, and the disk's flush overlaps the next group's work.
 //! - Two ways to wait for a step: a caller that needs the outcome runs it and blocks
 //!   ([`GroupCommit::write`]). A create runs its step and returns at once
-//!   ([`GroupCommit::start_write`]); the event loop (`front.rs`) runs the steps of every ready
+//!   ([`GroupCommit::start_write`]); the event loop (`tcp.rs`) runs the steps of every ready
 //!   connection, then waits for all of them with one round ([`GroupCommit::wait`]), which it
 //!   runs itself unless one is running. Whoever waits runs the round: there is no hand-off to
 //!   another thread.

@@ -15,6 +15,8 @@ use tessera_mds_proto::{frame_body_len, DecodeError, FRAME_HEADER_LEN};
 
 /// Bytes read from a connection at a time.
 const READ_CHUNK: usize = 16 * 1024;
+/// Room kept for a connection's unparsed bytes once empty.
+const INBOX_KEPT: usize = 4 * READ_CHUNK;
 /// How long a reply may wait for a client to make room for it before the connection is closed.
 pub const REPLY_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -30,9 +32,10 @@ pub enum Input {
 
 pub struct Conn {
     pub stream: TcpStream,
-    /// Read but not yet parsed: `inbox[taken..]`.
+    /// Read but not yet parsed: `inbox[taken..filled]`.
     inbox: Vec<u8>,
     taken: usize,
+    filled: usize,
     /// Reply bytes not yet taken by the socket: `outbox[sent..]`.
     outbox: Vec<u8>,
     sent: usize,
@@ -44,7 +47,7 @@ impl Conn {
     pub fn new(stream: TcpStream) -> io::Result<Conn> {
         stream.set_nonblocking(true)?;
         stream.set_nodelay(true)?;
-        Ok(Conn { stream, inbox: Vec::new(), taken: 0, outbox: Vec::new(), sent: 0, stalled_since: None })
+        Ok(Conn { stream, inbox: Vec::new(), taken: 0, filled: 0, outbox: Vec::new(), sent: 0, stalled_since: None })
     }
 
     /// The next whole frame, from what was read before or from the socket.
@@ -66,9 +69,19 @@ impl Conn {
         }
     }
 
+    /// Whether a whole frame has been read and not yet taken (a client that pipelines).
+    pub fn holds_frame(&self) -> bool {
+        let held = &self.inbox[self.taken..self.filled];
+        held.len() >= FRAME_HEADER_LEN && {
+            let mut header = [0u8; FRAME_HEADER_LEN];
+            header.copy_from_slice(&held[..FRAME_HEADER_LEN]);
+            frame_body_len(header).map_or(true, |len| held.len() >= FRAME_HEADER_LEN + len)
+        }
+    }
+
     /// A whole frame already read, if there is one.
     fn parsed_frame(&mut self) -> Result<Option<Vec<u8>>, DecodeError> {
-        let held = &self.inbox[self.taken..];
+        let held = &self.inbox[self.taken..self.filled];
         if held.len() < FRAME_HEADER_LEN {
             return Ok(None);
         }
@@ -84,18 +97,28 @@ impl Conn {
         Ok(Some(body))
     }
 
+    /// Reads into the room after what is held; the buffer keeps its length (zeroed once), so
+    /// a read costs no clearing of memory.
     fn read_more(&mut self) -> io::Result<usize> {
-        if self.taken == self.inbox.len() {
-            self.inbox.clear();
+        if self.taken == self.filled {
             self.taken = 0;
-        } else if self.taken > 0 {
-            self.inbox.drain(..self.taken);
+            self.filled = 0;
+            if self.inbox.len() > INBOX_KEPT {
+                // A large frame has gone: do not keep its room for the connection's life.
+                self.inbox = Vec::new();
+            }
+        } else if self.taken > 0 && self.inbox.len() - self.filled < READ_CHUNK {
+            self.inbox.copy_within(self.taken..self.filled, 0);
+            self.filled -= self.taken;
             self.taken = 0;
         }
-        let held = self.inbox.len();
-        self.inbox.resize(held + READ_CHUNK, 0);
-        let read = (&self.stream).read(&mut self.inbox[held..]);
-        self.inbox.truncate(held + *read.as_ref().unwrap_or(&0));
+        if self.inbox.len() - self.filled < READ_CHUNK {
+            self.inbox.resize(self.filled + READ_CHUNK, 0);
+        }
+        let read = (&self.stream).read(&mut self.inbox[self.filled..]);
+        if let Ok(n) = read {
+            self.filled += n;
+        }
         read
     }
 
@@ -161,4 +184,69 @@ fn write_some(mut stream: &TcpStream, bytes: &[u8]) -> io::Result<usize> {
         }
     }
     Ok(sent)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A real loopback connection: the client's end, and the server's as a [`Conn`].
+    fn pair() -> (TcpStream, Conn) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        (client, Conn::new(server).unwrap())
+    }
+
+    /// Everything the connection yields until the client's bytes are used up: the frames,
+    /// and whether it stopped at a bad header.
+    fn drain(conn: &mut Conn, client: TcpStream) -> (Vec<Vec<u8>>, bool) {
+        drop(client);
+        let mut frames = Vec::new();
+        loop {
+            match conn.next_frame() {
+                Ok(Input::Frame(f)) => frames.push(f),
+                Ok(Input::WouldBlock) => std::thread::sleep(Duration::from_millis(1)),
+                Ok(Input::Closed) => return (frames, false),
+                Err(_) => return (frames, true),
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Frames sent in pieces of any size come out whole and in order.
+        #[test]
+        fn frames_come_out_whole_however_the_bytes_arrive(
+            bodies in prop::collection::vec(prop::collection::vec(any::<u8>(), 9..3000), 1..8),
+            piece in 1usize..5000,
+        ) {
+            let (mut client, mut conn) = pair();
+            let mut bytes = Vec::new();
+            for b in &bodies {
+                bytes.extend_from_slice(&(b.len() as u32).to_be_bytes());
+                bytes.extend_from_slice(b);
+            }
+            for chunk in bytes.chunks(piece) {
+                client.write_all(chunk).unwrap();
+            }
+            let (frames, bad) = drain(&mut conn, client);
+            prop_assert!(!bad);
+            prop_assert_eq!(frames, bodies);
+        }
+
+        /// Any bytes at all: never a panic, and nothing past a bad header is parsed.
+        #[test]
+        fn any_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..4096)) {
+            let (mut client, mut conn) = pair();
+            client.write_all(&bytes).unwrap();
+            let (frames, _) = drain(&mut conn, client);
+            prop_assert!(frames.iter().map(|f| f.len() + FRAME_HEADER_LEN).sum::<usize>() <= bytes.len());
+        }
+    }
 }

@@ -239,12 +239,17 @@ impl Mds {
         }
     }
 
-    /// What a thread that must never block (the event loop, `front.rs`) may answer itself: a
-    /// create whose objects the pools hold, which runs SQLite statements only. Anything else,
+    /// What a thread that must never block (the event loop, `tcp.rs`) may answer itself: a
+    /// create whose objects the pools hold, which runs SQLite statements only, and the cluster
+    /// map. Anything else,
     /// including a create that finds a pool empty (the refill calls the OSDs), comes back to be
     /// answered by [`Mds::handle`] on a thread that may block.
     pub fn answer_without_blocking(&self, request: Request) -> Result<Answer, Request> {
-        let Request::Create { parent, name, new, stripe } = request else { return Err(request) };
+        let (parent, name, new, stripe) = match request {
+            Request::Create { parent, name, new, stripe } => (parent, name, new, stripe),
+            Request::ClusterMap => return Ok(Answer::Now(Ok(Reply::ClusterMap(self.config.cluster.clone())))),
+            other => return Err(other),
+        };
         match self.create_once(parent, &name, &new, stripe) {
             CreateTry::Answered(answer) => Ok(answer),
             CreateTry::PoolEmpty(..) => Err(Request::Create { parent, name, new, stripe }),

@@ -1,7 +1,8 @@
 //! The TCP front of an [`Mds`]: one event loop thread (epoll, through `polling`) reads every
 //! connection, runs the creates itself, commits and flushes their group, and sends their
-//! replies; no create crosses a thread. Requests that may block (on an OSD, a peer server or
-//! a flush) go to [`Workers`], whose replies come back to the loop to be sent.
+//! replies; no create crosses a thread. A request that may block (on an OSD, a peer server or
+//! a flush) takes its connection to one of the [`Workers`], which answers it, sends the reply
+//! and hands the connection back, watched for its next request, without waking the loop.
 //!
 //! - A create runs its step at once (`Mds::answer_without_blocking`); its reply is owed until
 //!   its group is durable. When every connection that created lately has a create in the open
@@ -50,7 +51,7 @@ pub fn spawn(listener: TcpListener, mds: Arc<Mds>) -> io::Result<(SocketAddr, Jo
     let poller = Arc::new(Poller::new()?);
     // SAFETY: the listener is moved into the loop, which owns it, with the poller, for good.
     unsafe { poller.add(&listener, Event::readable(LISTENER))? };
-    let (done_tx, done_rx) = mpsc::channel();
+    let (back_tx, back_rx) = mpsc::channel();
     let mut front = Front {
         mds,
         poller,
@@ -58,8 +59,9 @@ pub fn spawn(listener: TcpListener, mds: Arc<Mds>) -> io::Result<(SocketAddr, Jo
         conns: HashMap::new(),
         next_key: LISTENER + 1,
         workers: Workers::default(),
-        done_tx,
-        done_rx,
+        back_tx,
+        back_rx,
+        at_workers: 0,
         owed: Vec::new(),
         first_owed_at: None,
         rounds: 0,
@@ -69,20 +71,21 @@ pub fn spawn(listener: TcpListener, mds: Arc<Mds>) -> io::Result<(SocketAddr, Jo
     Ok((addr, handle))
 }
 
-/// Where a connection stands.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum State {
-    /// Reads its next request.
-    Reading,
-    /// Its create waits for the next round.
-    Owed,
-    /// A worker answers its request.
-    AtWorker,
-}
-
+/// A connection the loop holds (one a worker answers for is with the worker).
 struct Slot {
     conn: Conn,
-    state: State,
+    /// Its create waits for the next round: it reads nothing meanwhile.
+    owed: bool,
+}
+
+/// A connection coming back from a worker.
+enum Back {
+    /// Its reply sent, and already watched for its next request: the loop only takes it back.
+    Watched(usize, Conn),
+    /// The loop goes on with it (reply bytes still wait, or a next request was already read).
+    Ready(usize, Conn),
+    /// Closed (the reply could not be sent).
+    Gone(usize),
 }
 
 /// A create's reply, owed until its group is durable.
@@ -100,9 +103,10 @@ struct Front {
     conns: HashMap<usize, Slot>,
     next_key: usize,
     workers: Workers,
-    /// Workers' encoded replies, by connection key.
-    done_tx: Sender<(usize, Vec<u8>)>,
-    done_rx: Receiver<(usize, Vec<u8>)>,
+    back_tx: Sender<Back>,
+    back_rx: Receiver<Back>,
+    /// Connections with a worker.
+    at_workers: usize,
     /// Creates of the open group, in the order they ran.
     owed: Vec<Owed>,
     first_owed_at: Option<Instant>,
@@ -136,12 +140,20 @@ impl Front {
                     ready.push(ev.key);
                 }
             }
-            while let Ok((key, reply)) = self.done_rx.try_recv() {
-                if let Some(slot) = self.conns.get_mut(&key) {
-                    slot.state = State::Reading;
-                    self.send(key, &reply);
+            while let Ok(back) = self.back_rx.try_recv() {
+                self.at_workers -= 1;
+                match back {
+                    Back::Watched(key, conn) => {
+                        self.conns.insert(key, Slot { conn, owed: false });
+                    }
+                    Back::Ready(key, conn) => {
+                        self.conns.insert(key, Slot { conn, owed: false });
+                        ready.push(key);
+                    }
+                    Back::Gone(key) => {
+                        self.creators.remove(&key);
+                    }
                 }
-                ready.push(key);
             }
             for &key in &ready {
                 if let Some(slot) = self.conns.get_mut(&key) {
@@ -176,7 +188,7 @@ impl Front {
         loop {
             match self.listener.accept() {
                 Ok((stream, _)) => {
-                    if self.conns.len() >= CONNECTIONS_MAX {
+                    if self.conns.len() + self.at_workers >= CONNECTIONS_MAX {
                         tracing::warn!("too many MDS connections; closing a new one");
                         continue;
                     }
@@ -195,7 +207,7 @@ impl Front {
                         tracing::warn!(%e, "cannot watch an MDS connection");
                         continue;
                     }
-                    self.conns.insert(key, Slot { conn, state: State::Reading });
+                    self.conns.insert(key, Slot { conn, owed: false });
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -214,6 +226,14 @@ impl Front {
     /// for what it waits for (more bytes, or room for a reply), or for nothing while a reply
     /// is owed.
     fn advance(&mut self, key: usize) {
+        self.advance_from(key, true)
+    }
+
+    /// [`Front::advance`]; without `read_now`, the socket is only read once it has bytes (just
+    /// after a reply, a client that waits for it has sent nothing yet: a read would find
+    /// nothing).
+    fn advance_from(&mut self, key: usize, read_now: bool) {
+        let mut read_now = read_now;
         loop {
             let Some(slot) = self.conns.get_mut(&key) else { return };
             if slot.conn.sending() {
@@ -224,9 +244,17 @@ impl Front {
                 }
                 return;
             }
-            if slot.state != State::Reading {
+            if slot.owed {
                 return;
             }
+            if !read_now && !slot.conn.holds_frame() {
+                if let Err(e) = self.poller.modify(&slot.conn.stream, Event::readable(key)) {
+                    tracing::warn!(%e, "cannot watch an MDS connection");
+                    self.close(key);
+                }
+                return;
+            }
+            read_now = true;
             match slot.conn.next_frame() {
                 Ok(Input::Frame(body)) => self.dispatch(key, body),
                 Ok(Input::WouldBlock) => {
@@ -258,33 +286,25 @@ impl Front {
         match self.mds.answer_without_blocking(request) {
             Ok(Answer::Now(result)) => self.send(key, &encode(request_id, result)),
             Ok(Answer::WhenDurable(pending, result)) => {
-                self.set_state(key, State::Owed);
+                if let Some(slot) = self.conns.get_mut(&key) {
+                    slot.owed = true;
+                }
                 self.creators.insert(key, self.rounds);
                 self.first_owed_at.get_or_insert_with(Instant::now);
                 self.owed.push(Owed { key, request_id, pending, result });
             }
             Err(request) => {
-                self.set_state(key, State::AtWorker);
-                let (mds, done, poller) = (self.mds.clone(), self.done_tx.clone(), self.poller.clone());
+                let Some(slot) = self.conns.remove(&key) else { return };
+                self.at_workers += 1;
+                let (mds, back, poller) = (self.mds.clone(), self.back_tx.clone(), self.poller.clone());
                 self.workers.run(move || {
                     let result = catch_unwind(AssertUnwindSafe(|| mds.handle(request))).unwrap_or_else(|_| {
                         tracing::error!("an MDS request panicked; answering EIO");
                         Err(FsError::Io)
                     });
-                    // The loop is gone only if the server is shutting down.
-                    if done.send((key, encode(request_id, result))).is_ok() {
-                        if let Err(e) = poller.notify() {
-                            tracing::error!(%e, "cannot wake the MDS event loop");
-                        }
-                    }
+                    answer_off_the_loop(key, slot.conn, &encode(request_id, result), &poller, &back);
                 });
             }
-        }
-    }
-
-    fn set_state(&mut self, key: usize, state: State) {
-        if let Some(slot) = self.conns.get_mut(&key) {
-            slot.state = state;
         }
     }
 
@@ -338,11 +358,49 @@ impl Front {
             answered.push((o.key, encode(o.request_id, durable.and(o.result))));
         }
         for (key, reply) in &answered {
-            self.set_state(*key, State::Reading);
+            if let Some(slot) = self.conns.get_mut(key) {
+                slot.owed = false;
+            }
             self.send(*key, reply);
         }
         for (key, _) in answered {
-            self.advance(key);
+            self.advance_from(key, false);
+        }
+    }
+}
+
+/// A worker's end of a request: sends the reply without waiting and hands the connection back
+/// to the loop. In the common case (the reply fit, no further request read yet) the worker
+/// watches the socket itself, after handing it back, so the loop is not woken for it: the
+/// loop touches a connection handed back so only when its socket reports.
+fn answer_off_the_loop(key: usize, mut conn: Conn, reply: &[u8], poller: &Poller, back: &Sender<Back>) {
+    if let Err(e) = conn.send(reply) {
+        tracing::debug!(%e, "reply not sent; closing the MDS connection");
+        if let Err(e) = poller.delete(&conn.stream) {
+            tracing::warn!(%e, "cannot stop watching an MDS connection");
+        }
+        drop(conn);
+        return hand_back(Back::Gone(key), poller, back, true);
+    }
+    if conn.sending() || conn.holds_frame() {
+        return hand_back(Back::Ready(key, conn), poller, back, true);
+    }
+    // The descriptor stays open: the connection is only closed by the loop, and the loop
+    // waits for the event this asks for before it touches the connection again.
+    // SAFETY: `conn` owns the socket until the loop drops it, which it does only after the
+    // event asked for here (or never, while the server runs).
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(std::os::fd::AsRawFd::as_raw_fd(&conn.stream)) };
+    hand_back(Back::Watched(key, conn), poller, back, false);
+    if let Err(e) = poller.modify(fd, Event::readable(key)) {
+        tracing::error!(%e, "cannot watch an MDS connection");
+    }
+}
+
+fn hand_back(returned: Back, poller: &Poller, back: &Sender<Back>, wake: bool) {
+    // The loop is gone only if the server is shutting down.
+    if back.send(returned).is_ok() && wake {
+        if let Err(e) = poller.notify() {
+            tracing::error!(%e, "cannot wake the MDS event loop");
         }
     }
 }
