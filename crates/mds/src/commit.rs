@@ -10,14 +10,12 @@
 //!   answers everyone the group covers. Steps that arrive meanwhile form the next group. So a
 //!   group is every step since the last round began, pages several steps touch are written
 //!   once per group, and the disk's flush overlaps the next group's work.
-//! - Two ways to wait for a step: a caller that needs the outcome blocks ([`GroupCommit::write`];
-//!   it runs the round itself when none is running). A caller that only has to answer
-//!   ([`GroupCommit::start_write`] + [`GroupCommit::when_durable`]) hands over a callback and
-//!   goes back to its socket: the round that makes the step durable runs the callback (it sends
-//!   the reply), so a create costs its connection thread no wake-up beyond its socket's. The
-//!   caller runs the round itself if none is running; rounds still owed when one ends run on
-//!   the [`Committer`] thread, which loops while callbacks wait (no caller is kept from its
-//!   own socket for longer than one round).
+//! - Two ways to wait for a step: a caller that needs the outcome runs it and blocks
+//!   ([`GroupCommit::write`]). A create runs its step and returns at once
+//!   ([`GroupCommit::start_write`]); the event loop (`tcp.rs`) runs the steps of every ready
+//!   connection, then waits for all of them with one round ([`GroupCommit::wait`]), which it
+//!   runs itself unless one is running. Whoever waits runs the round: there is no hand-off to
+//!   another thread.
 //! - Creates leave hot rows unsettled in memory (`store/hot.rs`); the round settles them into
 //!   the group just before its COMMIT, and every other step settles them before it runs.
 //! - SQLite's recovery keeps every transaction whose frames reached the WAL intact (frames are
@@ -35,9 +33,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::sync::{Condvar, Mutex};
 
 use tessera_mds_proto::FsError;
 
@@ -45,9 +41,6 @@ use crate::store::{exec, Store};
 
 /// Failed groups remembered for waiters that have not woken yet.
 const FAILED_KEPT: usize = 64;
-
-/// What runs once a step's group is durable (`Ok`) or lost (`Err`), e.g. sending its reply.
-pub type OnDurable = Box<dyn FnOnce(Result<(), FsError>) + Send>;
 
 /// A step that has run in a group not yet known durable.
 #[derive(Debug)]
@@ -85,41 +78,6 @@ struct Flush {
     durable: u64,
     flushing: bool,
     failed: VecDeque<u64>,
-    /// Callbacks waiting for their groups, in the order their steps ran.
-    callbacks: Vec<(u64, OnDurable)>,
-    /// Rounds run so far (the clock of `askers`).
-    rounds: u64,
-    askers: Askers,
-    /// The committer is waiting for the open group to gather its askers.
-    gathering: bool,
-    /// The committer thread should stop.
-    stop: bool,
-}
-
-/// Rounds an asker counts as active after its last callback.
-const ASKER_ROUNDS: u64 = 8;
-/// The longest a round waits for the open group to gather the active askers.
-pub const GATHER_MAX: Duration = Duration::from_micros(200);
-
-/// Who handed callbacks lately (one id per connection), so that a round can wait until each
-/// active one has a step in the group: with every client waiting for its previous reply
-/// before the next create, committing at the first step makes groups of one or two, and the
-/// COMMIT, the WAL's pages and the flush are paid per create instead of per group.
-#[derive(Default)]
-struct Askers {
-    /// (asker, the round in which it last asked).
-    recent: Vec<(usize, u64)>,
-}
-
-impl Askers {
-    fn saw(&mut self, asker: usize, round: u64) {
-        self.recent.retain(|(a, seen)| *a != asker && seen + ASKER_ROUNDS >= round);
-        self.recent.push((asker, round));
-    }
-
-    fn active(&self, round: u64) -> usize {
-        self.recent.iter().filter(|(_, seen)| seen + ASKER_ROUNDS >= round).count()
-    }
 }
 
 impl Flush {
@@ -146,8 +104,6 @@ pub struct GroupCommit {
     broken: AtomicBool,
     flush: Mutex<Flush>,
     changed: Condvar,
-    /// Wakes the committer thread: callbacks are owed a round.
-    owed: Condvar,
     /// Counters for tests and statistics: steps run, groups committed, WAL flushes done.
     steps: AtomicU64,
     commits: AtomicU64,
@@ -162,19 +118,8 @@ impl GroupCommit {
             wal,
             begun: AtomicU64::new(0),
             broken: AtomicBool::new(false),
-            flush: Mutex::new(Flush {
-                committed: 0,
-                durable: 0,
-                flushing: false,
-                failed: VecDeque::new(),
-                callbacks: Vec::new(),
-                rounds: 0,
-                askers: Askers::default(),
-                gathering: false,
-                stop: false,
-            }),
+            flush: Mutex::new(Flush { committed: 0, durable: 0, flushing: false, failed: VecDeque::new() }),
             changed: Condvar::new(),
-            owed: Condvar::new(),
             steps: AtomicU64::new(0),
             commits: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
@@ -191,8 +136,7 @@ impl GroupCommit {
 
     /// Runs a create's `step` atomically (an error rolls it back) without settling the hot
     /// rows first, and returns at once: its result, and the [`Pending`] durability that must be
-    /// waited for ([`GroupCommit::wait`]) or handed a callback ([`GroupCommit::when_durable`])
-    /// before anyone is told the result, failure included.
+    /// waited for ([`GroupCommit::wait`]) before anyone is told the result, failure included.
     pub fn start_write<R, E: From<FsError>>(&self, step: impl FnOnce(&mut Store) -> Result<R, E>) -> Result<(Pending, Result<R, E>), FsError> {
         let (group, result) = self.run_step(step, StepKind::Create)?;
         Ok((Pending { group }, result))
@@ -201,34 +145,6 @@ impl GroupCommit {
     /// Returns once `pending` is durable; EIO if its group was lost.
     pub fn wait(&self, pending: Pending) -> Result<(), FsError> {
         self.wait_durable(pending.group)
-    }
-
-    /// Runs `then` once `pending` is durable (or lost), on whichever thread finishes the round
-    /// that decides it. `asker` names who waits (one id per connection). Alone, the caller
-    /// runs the round itself if none is running; with other askers active, the committer
-    /// thread gathers their steps into one group first.
-    pub fn when_durable(&self, pending: Pending, asker: usize, then: OnDurable) {
-        let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(outcome) = f.outcome(pending.group, self.broken.load(Ordering::SeqCst)) {
-            drop(f);
-            then(outcome);
-            return;
-        }
-        f.callbacks.push((pending.group, then));
-        let round = f.rounds;
-        f.askers.saw(asker, round);
-        let active = f.askers.active(round);
-        if f.flushing {
-            if f.gathering && f.callbacks.len() >= active {
-                self.owed.notify_one();
-            }
-        } else if active > 1 {
-            self.owed.notify_one();
-        } else {
-            f.flushing = true;
-            drop(f);
-            self.flush_round();
-        }
     }
 
     /// Runs `step` atomically and returns once it is committed, without waiting for the
@@ -366,9 +282,8 @@ impl GroupCommit {
         }
     }
 
-    /// One round (the caller has set `flushing`): commits the open group, syncs the WAL, wakes
-    /// the waiters and runs the callbacks it decided. Callbacks of later groups are left to
-    /// the committer thread.
+    /// One round (the caller has set `flushing`): commits the open group, syncs the WAL and
+    /// wakes the waiters.
     fn flush_round(&self) {
         {
             let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
@@ -379,7 +294,6 @@ impl GroupCommit {
         self.flushes.fetch_add(1, Ordering::Relaxed);
         let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
         f.flushing = false;
-        f.rounds += 1;
         match synced {
             Ok(()) => f.durable = f.durable.max(target),
             Err(e) => {
@@ -387,84 +301,7 @@ impl GroupCommit {
                 self.broken.store(true, Ordering::SeqCst);
             }
         }
-        let broken = self.broken.load(Ordering::SeqCst);
-        let mut decided = Vec::new();
-        let mut i = 0;
-        while i < f.callbacks.len() {
-            match f.outcome(f.callbacks[i].0, broken) {
-                Some(outcome) => decided.push((f.callbacks.remove(i).1, outcome)),
-                None => i += 1,
-            }
-        }
-        if !f.callbacks.is_empty() {
-            self.owed.notify_one();
-        }
         self.changed.notify_all();
-        drop(f);
-        for (then, outcome) in decided {
-            then(outcome);
-        }
-    }
-
-    /// The committer thread's loop: a round whenever callbacks wait and no round runs.
-    fn commit_loop(&self) {
-        let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            if f.stop {
-                return;
-            }
-            if !f.callbacks.is_empty() && !f.flushing {
-                f.flushing = true;
-                f = self.gather(f);
-                drop(f);
-                self.flush_round();
-                f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
-                continue;
-            }
-            f = self.owed.wait(f).unwrap_or_else(|p| p.into_inner());
-        }
-    }
-}
-
-impl GroupCommit {
-    /// Waits (at most [`GATHER_MAX`]) until the open group holds a step of every active asker.
-    fn gather<'a>(&self, mut f: std::sync::MutexGuard<'a, Flush>) -> std::sync::MutexGuard<'a, Flush> {
-        let deadline = Instant::now() + GATHER_MAX;
-        f.gathering = true;
-        while !f.stop && f.callbacks.len() < f.askers.active(f.rounds) {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            f = self.owed.wait_timeout(f, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
-        }
-        f.gathering = false;
-        f
-    }
-}
-
-/// The thread that runs the rounds callbacks are owed when no caller is running one
-/// (see the module header). Stops when dropped.
-pub struct Committer {
-    gc: Arc<GroupCommit>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Committer {
-    pub fn start(gc: Arc<GroupCommit>) -> std::io::Result<Committer> {
-        let looped = gc.clone();
-        let thread = std::thread::Builder::new().name("mds-commit".into()).spawn(move || looped.commit_loop())?;
-        Ok(Committer { gc, thread: Some(thread) })
-    }
-}
-
-impl Drop for Committer {
-    fn drop(&mut self) {
-        self.gc.flush.lock().unwrap_or_else(|p| p.into_inner()).stop = true;
-        self.gc.owed.notify_all();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
@@ -579,22 +416,6 @@ mod tests {
 
     fn create_step(name: &'static str, now: Timespec) -> impl FnOnce(&mut Store) -> Result<crate::store::NewFile, crate::store::files::CreateError> {
         move |s| s.create_file(InodeId::ROOT, name, &DIR, None, &POLICY, now)
-    }
-
-    #[test]
-    fn a_callback_runs_once_its_step_is_durable() {
-        let tmp = tempfile::tempdir().unwrap();
-        let gc = Arc::new(open(tmp.path()));
-        let _committer = Committer::start(gc.clone()).unwrap();
-        let (pending, made) = gc.start_write(mkdir_step("a")).unwrap();
-        assert!(made.is_ok());
-        assert_eq!(gc.counters().2, 0, "nothing flushed yet");
-        let (tx, rx) = std::sync::mpsc::channel();
-        let seen = gc.clone();
-        gc.when_durable(pending, 1, Box::new(move |outcome| tx.send((outcome, seen.counters())).unwrap()));
-        let (outcome, (_, commits, flushes)) = rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
-        assert_eq!(outcome, Ok(()));
-        assert!(commits >= 1 && flushes >= 1, "the callback ran after the commit and the flush");
     }
 
     #[test]

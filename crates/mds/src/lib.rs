@@ -16,18 +16,19 @@
 //!   was unreachable when it ran.
 //! - [`server`]: [`Mds`], one server: request dispatch, routing checks, OSD steps, peer calls.
 //! - [`peer`]: a blocking MDS connection (server to server, and for tests and tools).
-//! - [`tcp`]: the blocking TCP listener, one thread per connection; [`outbox`]: a
-//!   connection's sending side, which the group commit uses to send a create's reply.
+//! - [`tcp`]: the TCP front, one event loop that reads every connection and runs creates,
+//!   their group commit and their replies itself; [`conn`]: one connection's buffers;
+//!   [`workers`]: threads for the requests that may block.
 //!
 //! `docs/metadata.md` gives the schema, the split across servers and every decision.
 
 pub mod checkpoint;
 pub mod commit;
+pub mod conn;
 pub mod db;
 pub mod journal;
 pub mod namespace;
 pub mod objects;
-pub mod outbox;
 pub mod peer;
 pub mod pools;
 pub mod revocation;
@@ -35,6 +36,7 @@ pub mod security;
 pub mod server;
 pub mod store;
 pub mod tcp;
+pub mod workers;
 
 pub use objects::{DataObjects, ObjectsError, OsdObjects};
 pub use peer::{MdsConnection, PeerError};

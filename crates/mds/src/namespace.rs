@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use tessera_mds_proto::{FsError, Timespec};
 
 use crate::checkpoint::Checkpointer;
-use crate::commit::{Committer, GroupCommit, OnDurable, Pending};
+use crate::commit::{GroupCommit, Pending};
 use crate::db::{self, DbError};
 use crate::store::{exec, Store};
 
@@ -18,7 +18,6 @@ const READERS_IDLE_MAX: usize = 16;
 
 pub struct Namespace {
     writer: Arc<GroupCommit>,
-    _committer: Committer,
     _checkpointer: Checkpointer,
     path: PathBuf,
     server: u32,
@@ -34,9 +33,8 @@ impl Namespace {
         // What opening wrote (schema, root) is durable before anything is answered.
         wal.sync_data().map_err(|source| DbError::Wal { path: path.to_path_buf(), source })?;
         let writer = Arc::new(GroupCommit::new(store, wal));
-        let committer = Committer::start(writer.clone()).map_err(|source| DbError::Thread { source })?;
         let checkpointer = Checkpointer::start(path, writer.clone())?;
-        Ok(Namespace { writer, _committer: committer, _checkpointer: checkpointer, path: path.to_path_buf(), server, readers: Mutex::new(Vec::new()) })
+        Ok(Namespace { writer, _checkpointer: checkpointer, path: path.to_path_buf(), server, readers: Mutex::new(Vec::new()) })
     }
 
     pub fn server(&self) -> u32 {
@@ -57,11 +55,6 @@ impl Namespace {
     /// Returns once `pending` is durable; EIO if it was lost.
     pub fn wait(&self, pending: Pending) -> Result<(), FsError> {
         self.writer.wait(pending)
-    }
-
-    /// Runs `then` once `pending` is durable or lost ([`GroupCommit::when_durable`]).
-    pub fn when_durable(&self, pending: Pending, asker: usize, then: OnDurable) {
-        self.writer.when_durable(pending, asker, then)
     }
 
     /// Runs one mutating step atomically; returns once committed, before it is durable. Only

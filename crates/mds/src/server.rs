@@ -19,7 +19,7 @@ use tessera_mds_proto::{Attr, ClusterMap, DirEntry, FileLayout, FileType, FsErro
 use tessera_security::clock::now_ms;
 use thiserror::Error;
 
-use crate::commit::{OnDurable, Pending};
+use crate::commit::Pending;
 use crate::db::DbError;
 use crate::journal;
 use crate::namespace::{Namespace, NamespaceError};
@@ -242,7 +242,7 @@ impl Mds {
     }
 
     /// Answers one request; a create's reply is returned with the durability it waits for,
-    /// so that the caller can hand it to [`Mds::when_durable`] rather than block.
+    /// so that the caller can wait for it ([`Mds::wait_durable`]) together with others.
     pub fn answer(&self, request: Request) -> Answer {
         match request {
             Request::Create { parent, name, new, stripe } => self.create(parent, &name, &new, stripe),
@@ -250,10 +250,27 @@ impl Mds {
         }
     }
 
-    /// Runs `then` once `pending` is durable (`Ok`) or lost (`Err`): it sends the reply.
-    /// `asker` is one id per connection (see [`crate::commit::GroupCommit::when_durable`]).
-    pub fn when_durable(&self, pending: Pending, asker: usize, then: OnDurable) {
-        self.ns.when_durable(pending, asker, then)
+    /// What a thread that must never block (the event loop, `tcp.rs`) may answer itself: a
+    /// create whose objects the pools hold, which runs SQLite statements only, and the cluster
+    /// map. Anything else,
+    /// including a create that finds a pool empty (the refill calls the OSDs), comes back to be
+    /// answered by [`Mds::handle`] on a thread that may block.
+    pub fn answer_without_blocking(&self, request: Request) -> Result<Answer, Request> {
+        let (parent, name, new, stripe) = match request {
+            Request::Create { parent, name, new, stripe } => (parent, name, new, stripe),
+            Request::ClusterMap => return Ok(Answer::Now(Ok(Reply::ClusterMap(self.config.cluster.clone())))),
+            other => return Err(other),
+        };
+        match self.create_once(parent, &name, &new, stripe) {
+            CreateTry::Answered(answer) => Ok(answer),
+            CreateTry::PoolEmpty(..) => Err(Request::Create { parent, name, new, stripe }),
+        }
+    }
+
+    /// Returns once `pending` is durable; EIO if its group was lost. Runs the group commit
+    /// round itself unless one is running (`commit.rs`).
+    pub fn wait_durable(&self, pending: Pending) -> Result<(), FsError> {
+        self.ns.wait(pending)
     }
 
     /// Every request but create, answered once durable.
@@ -353,36 +370,43 @@ impl Mds {
     /// tried again; after that the background filler keeps ahead. The answer, success or
     /// failure, waits for the step's group to be durable.
     fn create(&self, parent: InodeId, name: &str, new: &NewInode, stripe: Option<StripeHint>) -> Answer {
-        let policy = StripePolicy { default: self.config.default_stripe, osd_count: self.osd_count() };
         for _ in 0..CREATE_ATTEMPTS {
-            let (pending, result) = match self.ns.start_write(|s| s.create_file(parent, name, new, stripe, &policy, now())) {
-                Ok(started) => started,
-                Err(e) => return Answer::Now(Err(e)),
+            let (pending, osds) = match self.create_once(parent, name, new, stripe) {
+                CreateTry::Answered(answer) => return answer,
+                CreateTry::PoolEmpty(pending, osds) => (pending, osds),
             };
-            match result {
-                Ok(f) => {
-                    self.pools.took(f.layout.objects.iter().map(|o| o.osd));
-                    let reply = self.grant(&f.layout, &f.policy_tags, f.row.mode).map(|grant| Reply::Created { attr: f.row.attr(0), layout: f.layout, grant });
-                    return Answer::WhenDurable(pending, reply);
+            // The refill judges the pools by what is committed: the group holding the objects
+            // creates took meanwhile must be committed first, or it sees them as still there
+            // and makes nothing.
+            if let Err(e) = self.ns.wait(pending) {
+                return Answer::Now(Err(e));
+            }
+            for osd in osds {
+                if let Err(e) = self.pools.refill(osd) {
+                    return Answer::Now(Err(e));
                 }
-                Err(CreateError::PoolEmpty(osds)) => {
-                    // The refill judges the pools by what is committed: the group holding
-                    // the objects creates took meanwhile must be committed first, or it sees
-                    // them as still there and makes nothing.
-                    if let Err(e) = self.ns.wait(pending) {
-                        return Answer::Now(Err(e));
-                    }
-                    for osd in osds {
-                        if let Err(e) = self.pools.refill(osd) {
-                            return Answer::Now(Err(e));
-                        }
-                    }
-                }
-                Err(CreateError::Fs(e)) => return Answer::WhenDurable(pending, Err(e)),
             }
         }
         tracing::warn!(%name, "precreated pools emptied faster than refilled");
         Answer::Now(Err(FsError::Io))
+    }
+
+    /// One attempt at a create's step, calling no OSD.
+    fn create_once(&self, parent: InodeId, name: &str, new: &NewInode, stripe: Option<StripeHint>) -> CreateTry {
+        let policy = StripePolicy { default: self.config.default_stripe, osd_count: self.osd_count() };
+        let (pending, result) = match self.ns.start_write(|s| s.create_file(parent, name, new, stripe, &policy, now())) {
+            Ok(started) => started,
+            Err(e) => return CreateTry::Answered(Answer::Now(Err(e))),
+        };
+        match result {
+            Ok(f) => {
+                self.pools.took(f.layout.objects.iter().map(|o| o.osd));
+                let reply = self.grant(&f.layout, &f.policy_tags, f.row.mode).map(|grant| Reply::Created { attr: f.row.attr(0), layout: f.layout, grant });
+                CreateTry::Answered(Answer::WhenDurable(pending, reply))
+            }
+            Err(CreateError::PoolEmpty(osds)) => CreateTry::PoolEmpty(pending, osds),
+            Err(CreateError::Fs(e)) => CreateTry::Answered(Answer::WhenDurable(pending, Err(e))),
+        }
     }
 
     /// Credentials for a layout's objects under the file's mode; none without security.
@@ -490,6 +514,13 @@ impl Mds {
         let row = self.ns.write(|s| s.touch_file(ino, now()))?;
         Ok(row.attr(size))
     }
+}
+
+/// The outcome of one attempt at a create.
+enum CreateTry {
+    Answered(Answer),
+    /// These OSDs' pools are empty (nothing was written; `Pending` is the open group).
+    PoolEmpty(Pending, Vec<u32>),
 }
 
 /// An inode's row and, for a regular file, its layout.

@@ -1,101 +1,406 @@
-//! The blocking TCP front of an [`Mds`]: one thread per connection, like the OSD target. A
-//! connection reads a frame, answers it, and reads the next; requests on one connection are
-//! answered in order. A create's reply is sent by the group commit round that makes it
-//! durable (`outbox.rs`), so the connection thread goes straight back to its socket. A frame
-//! whose header is bad ends the connection (the stream can no longer be trusted to be in
-//! step); a body that does not decode gets an error reply with its request id when the id is
-//! readable.
+//! The TCP front of an [`Mds`]: one event loop thread (epoll, through `polling`) reads every
+//! connection, runs the creates itself, commits and flushes their group, and sends their
+//! replies; no create crosses a thread. A request that may block (on an OSD, a peer server or
+//! a flush) takes its connection to one of the [`Workers`], which answers it, sends the reply
+//! and hands the connection back, watched for its next request, without waking the loop.
+//!
+//! - A create runs its step at once (`Mds::answer_without_blocking`); its reply is owed until
+//!   its group is durable. When every connection that created lately has a create in the open
+//!   group, or [`GATHER_MAX`] after the first, the loop runs the round (COMMIT, fdatasync) and
+//!   sends all their replies. Clients that wait for each reply before the next create would
+//!   otherwise commit in groups of one or two, paying the COMMIT, the WAL's pages and the
+//!   flush per create (docs/metadata.md, "Group commit and durability").
+//! - A connection reads no further request while it owes a reply or has reply bytes the
+//!   socket has not taken, so replies leave in request order, and a client that stops reading
+//!   holds only its own connection (cut off after `REPLY_WRITE_TIMEOUT`, `conn.rs`).
+//! - A frame whose header is bad ends the connection (the stream can no longer be trusted to
+//!   be in step); a body that does not decode gets an error reply with its request id when the
+//!   id is readable.
 
-use std::io::BufReader;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::HashMap;
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use tessera_mds_proto::{encode_frame, Frame, FsError, Message};
+use polling::{Event, Events, Poller};
+use tessera_mds_proto::{encode_frame, Frame, FsError, Message, Reply};
 
-use crate::outbox::Outbox;
-use crate::peer::read_frame_body;
+use crate::commit::Pending;
+use crate::conn::{Conn, Input};
 use crate::server::{Answer, Mds};
+use crate::workers::Workers;
 
-/// Bytes read from a connection at a time.
-const READ_BUFFER: usize = 16 * 1024;
-/// Connections served at once; further ones are closed at accept. Bounds threads and memory
-/// (at most one frame buffer each).
+/// Connections served at once; further ones are closed at accept. Bounds memory (at most one
+/// frame buffer each) and worker threads (at most one each).
 pub const CONNECTIONS_MAX: usize = 1024;
+/// The longest the open group waits for the creates of every connection that created lately.
+pub const GATHER_MAX: Duration = Duration::from_micros(200);
+/// Rounds a connection counts as creating after its last create.
+const CREATOR_ROUNDS: u64 = 8;
+/// The listener's key in the poller; connections count up from 1.
+const LISTENER: usize = 0;
 
-/// Accepts connections on `listener` forever on a new thread.
-pub fn spawn(listener: TcpListener, mds: Arc<Mds>) -> std::io::Result<(SocketAddr, JoinHandle<()>)> {
+/// Serves `listener` forever on a new thread.
+pub fn spawn(listener: TcpListener, mds: Arc<Mds>) -> io::Result<(SocketAddr, JoinHandle<()>)> {
     let addr = listener.local_addr()?;
-    let handle = std::thread::Builder::new().name(format!("mds-accept-{addr}")).spawn(move || accept_loop(listener, mds))?;
+    listener.set_nonblocking(true)?;
+    let poller = Arc::new(Poller::new()?);
+    // SAFETY: the listener is moved into the loop, which owns it, with the poller, for good.
+    unsafe { poller.add(&listener, Event::readable(LISTENER))? };
+    let (back_tx, back_rx) = mpsc::channel();
+    let mut front = Front {
+        mds,
+        poller,
+        listener,
+        conns: HashMap::new(),
+        next_key: LISTENER + 1,
+        workers: Workers::default(),
+        back_tx,
+        back_rx,
+        at_workers: 0,
+        owed: Vec::new(),
+        first_owed_at: None,
+        rounds: 0,
+        creators: HashMap::new(),
+    };
+    let handle = std::thread::Builder::new().name(format!("mds-loop-{addr}")).spawn(move || front.run())?;
     Ok((addr, handle))
 }
 
-fn accept_loop(listener: TcpListener, mds: Arc<Mds>) {
-    let live = Arc::new(AtomicUsize::new(0));
-    for stream in listener.incoming() {
-        let stream = match stream {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(%e, "accept failed");
+/// A connection the loop holds (one a worker answers for is with the worker).
+struct Slot {
+    conn: Conn,
+    /// Its create waits for the next round: it reads nothing meanwhile.
+    owed: bool,
+}
+
+/// A connection coming back from a worker.
+enum Back {
+    /// Its reply sent, and already watched for its next request: the loop only takes it back.
+    Watched(usize, Conn),
+    /// The loop goes on with it (reply bytes still wait, or a next request was already read).
+    Ready(usize, Conn),
+    /// Closed (the reply could not be sent).
+    Gone(usize),
+}
+
+/// A create's reply, owed until its group is durable.
+struct Owed {
+    key: usize,
+    request_id: u64,
+    pending: Pending,
+    result: Result<Reply, FsError>,
+}
+
+struct Front {
+    mds: Arc<Mds>,
+    poller: Arc<Poller>,
+    listener: TcpListener,
+    conns: HashMap<usize, Slot>,
+    next_key: usize,
+    workers: Workers,
+    back_tx: Sender<Back>,
+    back_rx: Receiver<Back>,
+    /// Connections with a worker.
+    at_workers: usize,
+    /// Creates of the open group, in the order they ran.
+    owed: Vec<Owed>,
+    first_owed_at: Option<Instant>,
+    /// Rounds run (the clock of `creators`).
+    rounds: u64,
+    /// Connections that created lately, with the round of their last create.
+    creators: HashMap<usize, u64>,
+}
+
+fn encode(request_id: u64, result: Result<Reply, FsError>) -> Vec<u8> {
+    encode_frame(&Frame { request_id, message: Message::Reply(result) })
+}
+
+impl Front {
+    fn run(&mut self) {
+        let mut events = Events::new();
+        let mut ready = Vec::new();
+        loop {
+            events.clear();
+            let timeout = self.next_deadline().map(|d| d.saturating_duration_since(Instant::now()));
+            if let Err(e) = self.poller.wait(&mut events, timeout) {
+                tracing::error!(%e, "MDS event loop cannot wait for its sockets");
+                std::thread::sleep(Duration::from_millis(10));
                 continue;
             }
-        };
-        if live.fetch_add(1, Ordering::SeqCst) >= CONNECTIONS_MAX {
-            live.fetch_sub(1, Ordering::SeqCst);
-            tracing::warn!("too many MDS connections; closing a new one");
-            continue;
-        }
-        let (mds, live) = (mds.clone(), live.clone());
-        let spawned = std::thread::Builder::new().name("mds-conn".into()).spawn(move || {
-            if let Err(e) = serve_connection(stream, &mds) {
-                tracing::debug!(%e, "MDS connection ended");
+            ready.clear();
+            for ev in events.iter() {
+                if ev.key == LISTENER {
+                    self.accept();
+                } else {
+                    ready.push(ev.key);
+                }
             }
-            live.fetch_sub(1, Ordering::SeqCst);
-        });
-        if let Err(e) = spawned {
-            tracing::warn!(%e, "cannot start a connection thread");
+            while let Ok(back) = self.back_rx.try_recv() {
+                self.at_workers -= 1;
+                match back {
+                    Back::Watched(key, conn) => {
+                        self.conns.insert(key, Slot { conn, owed: false });
+                    }
+                    Back::Ready(key, conn) => {
+                        self.conns.insert(key, Slot { conn, owed: false });
+                        ready.push(key);
+                    }
+                    Back::Gone(key) => {
+                        self.creators.remove(&key);
+                    }
+                }
+            }
+            for &key in &ready {
+                if let Some(slot) = self.conns.get_mut(&key) {
+                    if slot.conn.sending() {
+                        if let Err(e) = slot.conn.flush() {
+                            tracing::debug!(%e, "MDS connection closed while sending");
+                            self.close(key);
+                            continue;
+                        }
+                    }
+                }
+                self.advance(key);
+            }
+            self.cut_off_stalled();
+            if self.gathered() {
+                self.round();
+            }
+        }
+    }
+
+    /// The earliest of the gather deadline and the stalled sends' deadlines.
+    fn next_deadline(&self) -> Option<Instant> {
+        let gather = self.first_owed_at.map(|t| t + GATHER_MAX);
+        let stalled = self.conns.values().filter_map(|s| s.conn.send_deadline()).min();
+        match (gather, stalled) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn accept(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    if self.conns.len() + self.at_workers >= CONNECTIONS_MAX {
+                        tracing::warn!("too many MDS connections; closing a new one");
+                        continue;
+                    }
+                    let key = self.next_key;
+                    self.next_key += 1;
+                    let conn = match Conn::new(stream) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            tracing::warn!(%e, "cannot set up an MDS connection");
+                            continue;
+                        }
+                    };
+                    // SAFETY: the socket is deleted from the poller before it is closed
+                    // (`close`), and only the loop closes it.
+                    if let Err(e) = unsafe { self.poller.add(&conn.stream, Event::readable(key)) } {
+                        tracing::warn!(%e, "cannot watch an MDS connection");
+                        continue;
+                    }
+                    self.conns.insert(key, Slot { conn, owed: false });
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    tracing::warn!(%e, "accept failed");
+                    break;
+                }
+            }
+        }
+        if let Err(e) = self.poller.modify(&self.listener, Event::readable(LISTENER)) {
+            tracing::error!(%e, "cannot watch the MDS listener");
+        }
+    }
+
+    /// Reads and dispatches a connection's requests while it is free; then watches its socket
+    /// for what it waits for (more bytes, or room for a reply), or for nothing while a reply
+    /// is owed.
+    fn advance(&mut self, key: usize) {
+        self.advance_from(key, true)
+    }
+
+    /// [`Front::advance`]; without `read_now`, the socket is only read once it has bytes (just
+    /// after a reply, a client that waits for it has sent nothing yet: a read would find
+    /// nothing).
+    fn advance_from(&mut self, key: usize, read_now: bool) {
+        let mut read_now = read_now;
+        loop {
+            let Some(slot) = self.conns.get_mut(&key) else { return };
+            if slot.conn.sending() {
+                let watch = self.poller.modify(&slot.conn.stream, Event::writable(key));
+                if let Err(e) = watch {
+                    tracing::warn!(%e, "cannot watch an MDS connection");
+                    self.close(key);
+                }
+                return;
+            }
+            if slot.owed {
+                return;
+            }
+            if !read_now && !slot.conn.holds_frame() {
+                if let Err(e) = self.poller.modify(&slot.conn.stream, Event::readable(key)) {
+                    tracing::warn!(%e, "cannot watch an MDS connection");
+                    self.close(key);
+                }
+                return;
+            }
+            read_now = true;
+            match slot.conn.next_frame() {
+                Ok(Input::Frame(body)) => self.dispatch(key, body),
+                Ok(Input::WouldBlock) => {
+                    if let Err(e) = self.poller.modify(&slot.conn.stream, Event::readable(key)) {
+                        tracing::warn!(%e, "cannot watch an MDS connection");
+                        self.close(key);
+                    }
+                    return;
+                }
+                Ok(Input::Closed) => return self.close(key),
+                Err(e) => {
+                    tracing::debug!(%e, "bad frame header; closing the MDS connection");
+                    return self.close(key);
+                }
+            }
+        }
+    }
+
+    /// Answers one request: at once, after the next round (a create), or on a worker.
+    fn dispatch(&mut self, key: usize, body: Vec<u8>) {
+        let (request_id, request) = match Frame::decode_body(&body) {
+            Ok(Frame { request_id, message: Message::Request(request) }) => (request_id, request),
+            Ok(Frame { request_id, message: Message::Reply(_) }) => return self.send(key, &encode(request_id, Err(FsError::Protocol))),
+            Err(e) => match Frame::request_id_of(&body) {
+                Some(id) => return self.send(key, &encode(id, Err(e.fs_error()))),
+                None => return self.close(key),
+            },
+        };
+        match self.mds.answer_without_blocking(request) {
+            Ok(Answer::Now(result)) => self.send(key, &encode(request_id, result)),
+            Ok(Answer::WhenDurable(pending, result)) => {
+                if let Some(slot) = self.conns.get_mut(&key) {
+                    slot.owed = true;
+                }
+                self.creators.insert(key, self.rounds);
+                self.first_owed_at.get_or_insert_with(Instant::now);
+                self.owed.push(Owed { key, request_id, pending, result });
+            }
+            Err(request) => {
+                let Some(slot) = self.conns.remove(&key) else { return };
+                self.at_workers += 1;
+                let (mds, back, poller) = (self.mds.clone(), self.back_tx.clone(), self.poller.clone());
+                self.workers.run(move || {
+                    let result = catch_unwind(AssertUnwindSafe(|| mds.handle(request))).unwrap_or_else(|_| {
+                        tracing::error!("an MDS request panicked; answering EIO");
+                        Err(FsError::Io)
+                    });
+                    answer_off_the_loop(key, slot.conn, &encode(request_id, result), &poller, &back);
+                });
+            }
+        }
+    }
+
+    /// Sends what the socket takes now; the rest waits in the connection (`advance` then
+    /// watches for room).
+    fn send(&mut self, key: usize, bytes: &[u8]) {
+        let Some(slot) = self.conns.get_mut(&key) else { return };
+        if let Err(e) = slot.conn.send(bytes) {
+            tracing::debug!(%e, "reply not sent; closing the MDS connection");
+            self.close(key);
+        }
+    }
+
+    fn close(&mut self, key: usize) {
+        if let Some(slot) = self.conns.remove(&key) {
+            if let Err(e) = self.poller.delete(&slot.conn.stream) {
+                tracing::warn!(%e, "cannot stop watching an MDS connection");
+            }
+        }
+        self.creators.remove(&key);
+    }
+
+    /// Closes the connections whose clients have taken no reply bytes for too long.
+    fn cut_off_stalled(&mut self) {
+        let now = Instant::now();
+        let late: Vec<usize> = self.conns.iter().filter(|(_, s)| s.conn.send_deadline().is_some_and(|d| d <= now)).map(|(k, _)| *k).collect();
+        for key in late {
+            tracing::debug!("a client did not take its reply; closing the connection");
+            self.close(key);
+        }
+    }
+
+    /// Whether the open group should be committed now: it holds a create of every connection
+    /// that created lately, or has waited [`GATHER_MAX`].
+    fn gathered(&mut self) -> bool {
+        let Some(first) = self.first_owed_at else { return false };
+        let rounds = self.rounds;
+        self.creators.retain(|_, last| *last + CREATOR_ROUNDS >= rounds);
+        self.owed.len() >= self.creators.len() || first.elapsed() >= GATHER_MAX
+    }
+
+    /// Makes every owed create durable (one round, run here unless a worker is running one),
+    /// sends their replies, then reads on from those connections.
+    fn round(&mut self) {
+        let owed = std::mem::take(&mut self.owed);
+        self.first_owed_at = None;
+        self.rounds += 1;
+        let mut answered = Vec::with_capacity(owed.len());
+        for o in owed {
+            let durable = self.mds.wait_durable(o.pending);
+            answered.push((o.key, encode(o.request_id, durable.and(o.result))));
+        }
+        for (key, reply) in &answered {
+            if let Some(slot) = self.conns.get_mut(key) {
+                slot.owed = false;
+            }
+            self.send(*key, reply);
+        }
+        for (key, _) in answered {
+            self.advance_from(key, false);
         }
     }
 }
 
-/// Serves one connection until the peer closes it or sends a bad header.
-pub fn serve_connection(stream: TcpStream, mds: &Mds) -> Result<(), crate::peer::PeerError> {
-    stream.set_nodelay(true)?;
-    let out = Outbox::new(stream.try_clone()?)?;
-    // Buffered: a small frame's header and body arrive in one read.
-    let mut reader = BufReader::with_capacity(READ_BUFFER, stream);
-    while let Some(body) = read_frame_body(&mut reader)? {
-        // A reply still owed to this connection leaves first.
-        out.wait_settled();
-        let (request_id, answer) = match Frame::decode_body(&body) {
-            Ok(Frame { request_id, message: Message::Request(request) }) => (request_id, mds.answer(request)),
-            Ok(Frame { request_id, message: Message::Reply(_) }) => (request_id, Answer::Now(Err(FsError::Protocol))),
-            Err(e) => match Frame::request_id_of(&body) {
-                Some(id) => (id, Answer::Now(Err(e.fs_error()))),
-                None => return Err(e.into()),
-            },
-        };
-        let encode = move |result| encode_frame(&Frame { request_id, message: Message::Reply(result) });
-        match answer {
-            Answer::Now(result) => out.send(&encode(result))?,
-            Answer::WhenDurable(pending, result) => {
-                let ready = encode(result);
-                out.owe();
-                let out = out.clone();
-                let asker = Arc::as_ptr(&out) as usize;
-                mds.when_durable(
-                    pending,
-                    asker,
-                    Box::new(move |durable| {
-                        out.deliver(match durable {
-                            Ok(()) => ready,
-                            Err(e) => encode(Err(e)),
-                        })
-                    }),
-                );
-            }
+/// A worker's end of a request: sends the reply without waiting and hands the connection back
+/// to the loop. In the common case (the reply fit, no further request read yet) the worker
+/// watches the socket itself, after handing it back, so the loop is not woken for it: the
+/// loop touches a connection handed back so only when its socket reports.
+fn answer_off_the_loop(key: usize, mut conn: Conn, reply: &[u8], poller: &Poller, back: &Sender<Back>) {
+    if let Err(e) = conn.send(reply) {
+        tracing::debug!(%e, "reply not sent; closing the MDS connection");
+        if let Err(e) = poller.delete(&conn.stream) {
+            tracing::warn!(%e, "cannot stop watching an MDS connection");
+        }
+        drop(conn);
+        return hand_back(Back::Gone(key), poller, back, true);
+    }
+    if conn.sending() || conn.holds_frame() {
+        return hand_back(Back::Ready(key, conn), poller, back, true);
+    }
+    // The descriptor stays open: the connection is only closed by the loop, and the loop
+    // waits for the event this asks for before it touches the connection again.
+    // SAFETY: `conn` owns the socket until the loop drops it, which it does only after the
+    // event asked for here (or never, while the server runs).
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(std::os::fd::AsRawFd::as_raw_fd(&conn.stream)) };
+    hand_back(Back::Watched(key, conn), poller, back, false);
+    if let Err(e) = poller.modify(fd, Event::readable(key)) {
+        tracing::error!(%e, "cannot watch an MDS connection");
+    }
+}
+
+fn hand_back(returned: Back, poller: &Poller, back: &Sender<Back>, wake: bool) {
+    // The loop is gone only if the server is shutting down.
+    if back.send(returned).is_ok() && wake {
+        if let Err(e) = poller.notify() {
+            tracing::error!(%e, "cannot wake the MDS event loop");
         }
     }
-    Ok(())
 }

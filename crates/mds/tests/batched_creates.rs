@@ -1,5 +1,5 @@
-//! Goal: creates answered by the group commit round (replies sent by whichever thread makes
-//! the group durable, groups gathered across connections, creates without savepoints) keep
+//! Goal: creates answered by the group commit round (replies sent by the event loop once the
+//! group is durable, groups gathered across connections, creates without savepoints) keep
 //! the namespace exact. Method: one MDS behind its real TCP front on loopback, over real
 //! OSDs; many connections create at once, some names contended by every connection, some
 //! their own; then the namespace is read back through another connection.
@@ -129,7 +129,7 @@ fn a_pipelining_client_gets_every_reply_in_order() {
     let addr = serve(tmp.path());
     let mut s = std::net::TcpStream::connect(&addr).unwrap();
     // Many requests sent before any reply is read: creates (answered by the commit round),
-    // with lookups between them (answered by the connection thread).
+    // with lookups between them (answered by a worker thread).
     let mut sent = Vec::new();
     let mut bytes = Vec::new();
     for i in 0..200u64 {
@@ -157,8 +157,8 @@ fn a_pipelining_client_gets_every_reply_in_order() {
     }
 }
 
-/// (How much a socket buffers is the kernel's choice, so this may not force a reply onto a
-/// thread of its own; `outbox.rs`'s unit test does, with small buffers.)
+/// (The small receive buffer and 3000 unread replies make the server's socket stop taking
+/// them, so the event loop keeps the rest in the connection and watches for room.)
 #[test]
 fn a_client_that_stops_reading_holds_up_no_one_else() {
     use std::io::{Read, Write};

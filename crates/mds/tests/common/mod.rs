@@ -59,18 +59,21 @@ pub fn open_single(dir: &Path, objects: Arc<dyn DataObjects>, osds: u32) -> Mds 
 }
 
 /// Real OSDs with the failures a real node cannot be asked to produce: REMOVE failing (a node
-/// down mid-unlink), one OSD unreachable, or a CREATE that runs but whose answer is lost.
+/// down mid-unlink), one OSD unreachable, a CREATE that runs but whose answer is lost, or a
+/// node that hangs before answering a length.
 pub struct Faulty {
     pub inner: Real,
     pub fail_remove: AtomicBool,
     /// The index of an unreachable OSD; `u32::MAX` for none.
     pub down: AtomicU32,
     pub lose_create_answer: AtomicBool,
+    /// While set, reading an object's length waits (a hung node).
+    pub hang_lengths: AtomicBool,
 }
 
 impl Faulty {
     pub fn new(inner: Real) -> Faulty {
-        Faulty { inner, fail_remove: AtomicBool::new(false), down: AtomicU32::new(u32::MAX), lose_create_answer: AtomicBool::new(false) }
+        Faulty { inner, fail_remove: AtomicBool::new(false), down: AtomicU32::new(u32::MAX), lose_create_answer: AtomicBool::new(false), hang_lengths: AtomicBool::new(false) }
     }
 
     fn reach(&self, osd: u32) -> Result<(), ObjectsError> {
@@ -103,6 +106,9 @@ impl DataObjects for Faulty {
     }
     fn logical_len(&self, object: ObjectRef) -> Result<u64, ObjectsError> {
         self.reach(object.osd)?;
+        while self.hang_lengths.load(Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         self.inner.logical_len(object)
     }
     fn set_logical_len(&self, object: ObjectRef, len: u64) -> Result<(), ObjectsError> {

@@ -1,0 +1,98 @@
+//! Goal: the event loop that runs creates, their group commit and their replies on one thread
+//! (`tcp.rs`) is never held up by a request that blocks, and creates that need an OSD (an
+//! empty pool) still complete. Method: one MDS behind its real TCP front on loopback, over
+//! real OSDs (one of which can be made to hang); several connections at once.
+
+mod common;
+
+use std::collections::HashSet;
+use std::net::TcpListener;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use tessera_mds::{DataObjects, Mds, MdsConnection, PrecreateConfig};
+use tessera_mds_proto::request::NewInode;
+use tessera_mds_proto::*;
+
+const NEW: NewInode = NewInode { mode: 0o644, uid: 1000, gid: 100 };
+
+fn serve(mds: Mds) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    tessera_mds::tcp::spawn(listener, Arc::new(mds)).unwrap();
+    addr
+}
+
+fn create(c: &mut MdsConnection, name: &str) -> Result<Reply, FsError> {
+    c.call(Request::Create { parent: InodeId::ROOT, name: name.into(), new: NEW, stripe: None }).expect("transport")
+}
+
+#[test]
+fn a_request_stuck_on_an_osd_holds_up_no_create() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (osds, _devices) = real_osds(tmp.path(), 2);
+    let faulty = Arc::new(Faulty::new(osds));
+    let objects: Arc<dyn DataObjects> = faulty.clone();
+    let mds = Mds::open(&tmp.path().join("m.db"), config(0, cluster(vec!["unused".into()], 2)), objects).unwrap();
+    let addr = serve(mds);
+    let mut first = MdsConnection::connect(addr.as_str()).unwrap();
+    assert!(matches!(create(&mut first, "f"), Ok(Reply::Created { .. })));
+
+    // A stat reads the objects' lengths: with the node hung, it waits on its worker.
+    faulty.hang_lengths.store(true, Ordering::SeqCst);
+    let (stat_tx, stat_done) = mpsc::channel();
+    let stat_addr = addr.clone();
+    std::thread::spawn(move || {
+        let mut c = MdsConnection::connect(stat_addr.as_str()).unwrap();
+        stat_tx.send(c.call(Request::Lookup { parent: InodeId::ROOT, name: "f".into() }).expect("transport")).unwrap();
+    });
+    // Creates on another connection go on meanwhile (a thread, so a loop that waited for the
+    // stat fails here instead of hanging).
+    let (creates_tx, creates_done) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut other = MdsConnection::connect(addr.as_str()).unwrap();
+        let made = (0..50).filter(|i| matches!(create(&mut other, &format!("g{i}")), Ok(Reply::Created { .. }))).count();
+        creates_tx.send(made).unwrap();
+    });
+    assert_eq!(creates_done.recv_timeout(Duration::from_secs(20)), Ok(50), "creates waited for a stat stuck on an OSD");
+    assert!(stat_done.try_recv().is_err(), "the stat answered while its OSD hung");
+    faulty.hang_lengths.store(false, Ordering::SeqCst);
+    match stat_done.recv_timeout(Duration::from_secs(20)).expect("the stat never answered") {
+        Ok(Reply::Attr(a)) => assert_eq!(a.file_type, FileType::Regular),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn creates_that_find_a_pool_empty_refill_it_off_the_loop_and_complete() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (osds, _devices) = real_osds(tmp.path(), 2);
+    let mut cfg = config(0, cluster(vec!["unused".into()], 2));
+    // Two objects per refill and no background filler: most creates find a pool empty.
+    cfg.precreate = PrecreateConfig { batch: 2, low_water: 0, retry_after: Duration::ZERO };
+    let mds = Mds::open(&tmp.path().join("m.db"), cfg, Arc::new(osds)).unwrap();
+    let addr = serve(mds);
+    let made: Vec<Vec<ObjectRef>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..3)
+            .map(|c| {
+                let addr = &addr;
+                s.spawn(move || {
+                    let mut conn = MdsConnection::connect(addr.as_str()).unwrap();
+                    (0..20)
+                        .flat_map(|i| match create(&mut conn, &format!("c{c}-{i}")) {
+                            Ok(Reply::Created { layout, .. }) => layout.objects,
+                            other => panic!("c{c}-{i}: {other:?}"),
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let all: Vec<ObjectRef> = made.into_iter().flatten().collect();
+    assert_eq!(all.len(), 3 * 20 * 2, "two objects per file");
+    assert_eq!(all.iter().collect::<HashSet<_>>().len(), all.len(), "no object handed out twice");
+}
