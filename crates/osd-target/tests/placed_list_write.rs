@@ -31,19 +31,15 @@ use tessera_osd_proto::{AttrId, Attribute, Command, DataLayout, Extent, GetAttrs
 use tessera_security::clock::now_ms;
 use tessera_security::{Key, KeySlot, NonceSource, OsdKeys, Permissions, SecurityMethod};
 use tessera_target::iscsi_server::{ServerHandle, TargetConfig, TargetServer};
-use tessera_target::osd_lu::{OsdCommandSet, STATS_PAGE};
+use tessera_target::osd_lu::OsdCommandSet;
 use tessera_target::security_gate::TargetSecurity;
 use tessera_target::spc::ScsiFront;
 use tessera_types::ObjectAddr;
 
-use common::OsdTarget as Fixture;
+use common::{attr, new_object, pattern, placed_writes, OsdTarget as Fixture, INFO, LENGTH, USED};
 
 const TARGET: &str = "iqn.2026-11.org.tessera:placed-list";
 const INITIATOR: &str = "iqn.2026-11.org.tessera:placed-list-test";
-const INFO: u32 = 1;
-const USED: u32 = 0x81;
-const LENGTH: u32 = 0x82;
-const PLACED_WRITES: u32 = 7;
 
 fn config() -> SessionConfig {
     SessionConfig::new(INITIATOR, TARGET)
@@ -53,27 +49,6 @@ fn client(addr: SocketAddr, config: SessionConfig) -> OsdClient<Session> {
     let c = OsdClient::new(Session::login(addr, config).unwrap(), 0);
     let _ = c.get_attributes(ObjectAddr::ROOT, &[AttrId::new(INFO, 1)]); // the power-on unit attention
     c
-}
-
-fn pattern(len: usize, seed: u32) -> Vec<u8> {
-    (0..len as u32).map(|i| (i.wrapping_mul(2654435761).wrapping_add(seed) >> 24) as u8).collect()
-}
-
-fn attr(c: &OsdClient<Session>, addr: ObjectAddr, page: u32, number: u32) -> u64 {
-    let got = c.get_attributes(addr, &[AttrId::new(page, number)]).unwrap();
-    let v = got[0].value.as_ref().unwrap_or_else(|| panic!("{page:#x}/{number:#x} undefined"));
-    v.iter().fold(0u64, |acc, b| (acc << 8) | *b as u64)
-}
-
-fn placed_writes(c: &OsdClient<Session>) -> u64 {
-    let page = c.get_attribute_page(ObjectAddr::ROOT, STATS_PAGE).unwrap();
-    let found = page.iter().find(|a| a.id.number == PLACED_WRITES).and_then(|a| a.value.as_ref()).expect("placed WRITEs counter");
-    u64::from_be_bytes(found.as_slice().try_into().expect("8 bytes"))
-}
-
-fn new_object(c: &OsdClient<Session>) -> ObjectAddr {
-    let pid = c.create_partition(None).unwrap();
-    ObjectAddr::new(pid, c.create_one(pid).unwrap())
 }
 
 /// Stored bytes never run past the logical length, and the used capacity is what the file

@@ -10,7 +10,10 @@ use std::sync::Arc;
 use tempfile::TempDir;
 use tessera_engine::{Engine, EngineConfig};
 use tessera_target::iscsi_server::{ServerHandle, TargetConfig, TargetServer};
-use tessera_target::osd_lu::OsdCommandSet;
+use tessera_initiator::iscsi::Session;
+use tessera_initiator::osd_client::OsdClient;
+use tessera_osd_proto::AttrId;
+use tessera_target::osd_lu::{OsdCommandSet, STATS_PAGE};
 use tessera_target::spc::ScsiFront;
 use tessera_types::ObjectAddr;
 
@@ -47,4 +50,36 @@ impl Drop for OsdTarget {
             h.shutdown();
         }
     }
+}
+
+/// Attribute pages and numbers the tests read.
+pub const INFO: u32 = 1;
+pub const USED: u32 = 0x81;
+pub const LENGTH: u32 = 0x82;
+/// The target's statistics page counter of WRITEs received straight into their file.
+pub const PLACED_WRITES: u32 = 7;
+
+/// `len` bytes of a pattern that differs with `seed`.
+pub fn pattern(len: usize, seed: u32) -> Vec<u8> {
+    (0..len as u32).map(|i| (i.wrapping_mul(2654435761).wrapping_add(seed) >> 24) as u8).collect()
+}
+
+/// Attribute `number` of `page` of `addr`, as a big-endian integer.
+pub fn attr(c: &OsdClient<Session>, addr: ObjectAddr, page: u32, number: u32) -> u64 {
+    let got = c.get_attributes(addr, &[AttrId::new(page, number)]).unwrap();
+    let v = got[0].value.as_ref().unwrap_or_else(|| panic!("{page:#x}/{number:#x} undefined"));
+    v.iter().fold(0u64, |acc, b| (acc << 8) | *b as u64)
+}
+
+/// How many WRITEs the target has placed so far (its statistics page).
+pub fn placed_writes(c: &OsdClient<Session>) -> u64 {
+    let page = c.get_attribute_page(ObjectAddr::ROOT, STATS_PAGE).unwrap();
+    let found = page.iter().find(|a| a.id.number == PLACED_WRITES).and_then(|a| a.value.as_ref()).expect("placed WRITEs counter");
+    u64::from_be_bytes(found.as_slice().try_into().expect("8 bytes"))
+}
+
+/// A new object in a new partition.
+pub fn new_object(c: &OsdClient<Session>) -> ObjectAddr {
+    let pid = c.create_partition(None).unwrap();
+    ObjectAddr::new(pid, c.create_one(pid).unwrap())
 }
