@@ -36,7 +36,7 @@ use tessera_target::security_gate::TargetSecurity;
 use tessera_target::spc::ScsiFront;
 use tessera_types::ObjectAddr;
 
-use common::{attr, new_object, pattern, placed_writes, OsdTarget as Fixture, INFO, LENGTH, USED};
+use common::{attr, every_negotiation, new_object, pattern, placed_writes, OsdTarget as Fixture, INFO, LENGTH, USED};
 
 const TARGET: &str = "iqn.2026-11.org.tessera:placed-list";
 const INITIATOR: &str = "iqn.2026-11.org.tessera:placed-list-test";
@@ -103,26 +103,8 @@ fn total(layout: &DataLayout, fallback: u64) -> u64 {
 #[test]
 fn placed_list_writes_match_the_model_under_every_negotiation() {
     let f = Fixture::start(TARGET);
-    // (name, immediate data, initial R2T, first burst, max burst, segment, outstanding R2Ts,
-    //  header digest, data digest)
-    let cases = [
-        ("immediate and unsolicited", true, false, (16 << 20) - 1, (16 << 20) - 1, 1 << 20, 1, false, false),
-        ("unsolicited Data-Out, then R2Ts", false, false, 256 << 10, 1 << 20, 64 << 10, 1, false, false),
-        ("immediate data, then R2Ts", true, true, 64 << 10, 256 << 10, 256 << 10, 4, false, false),
-        ("R2Ts only, 8 KiB segments (the segment spans PDUs)", false, true, 64 << 10, 100_003, 8 << 10, 2, false, false),
-        ("header digests", true, false, 512 << 10, 1 << 20, 128 << 10, 2, true, false),
-        ("data digests (buffered)", true, false, 512 << 10, 1 << 20, 128 << 10, 2, true, true),
-    ];
-    for (name, imm, r2t, first, max, segment, outstanding, header_digest, data_digest) in cases {
-        let mut cfg = config();
-        cfg.immediate_data = imm;
-        cfg.initial_r2t = r2t;
-        cfg.first_burst_len = first;
-        cfg.max_burst_len = max;
-        cfg.max_recv_data_segment_len = segment;
-        cfg.max_outstanding_r2t = outstanding;
-        cfg.header_digest = if header_digest { DigestKind::Crc32c } else { DigestKind::None };
-        cfg.data_digest = if data_digest { DigestKind::Crc32c } else { DigestKind::None };
+    for (name, cfg) in every_negotiation(&config()) {
+        let data_digest = cfg.data_digest != DigestKind::None;
         let c = client(f.addr, cfg);
         let obj = new_object(&c);
         let before = placed_writes(&c);

@@ -25,7 +25,7 @@ use tessera_iscsi::Digests;
 use tessera_osd_proto::{AttrId, Command, DataLayout, OsdRequestBuilder};
 use tessera_types::ObjectAddr;
 
-use common::{attr, new_object, pattern, placed_writes, OsdTarget as Fixture, INFO, LENGTH, USED};
+use common::{attr, every_negotiation, new_object, pattern, placed_writes, OsdTarget as Fixture, INFO, LENGTH, USED};
 
 const TARGET: &str = "iqn.2026-11.org.tessera:placed";
 const INITIATOR: &str = "iqn.2026-11.org.tessera:placed-test";
@@ -67,26 +67,8 @@ fn write(c: &OsdClient<Session>, obj: ObjectAddr, model: &mut Vec<u8>, offset: u
 #[test]
 fn placed_writes_round_trip_under_every_negotiation() {
     let f = start();
-    // (name, immediate data, initial R2T, first burst, max burst, segment, outstanding R2Ts,
-    //  header digest, data digest)
-    let cases = [
-        ("immediate and unsolicited", true, false, (16 << 20) - 1, (16 << 20) - 1, 1 << 20, 1, false, false),
-        ("unsolicited Data-Out, then R2Ts", false, false, 256 << 10, 1 << 20, 64 << 10, 1, false, false),
-        ("immediate data, then R2Ts", true, true, 64 << 10, 256 << 10, 256 << 10, 4, false, false),
-        ("R2Ts only, odd bursts", false, true, 64 << 10, 100_003, 8 << 10, 2, false, false),
-        ("header digests", true, false, 512 << 10, 1 << 20, 128 << 10, 2, true, false),
-        ("data digests (buffered)", true, false, 512 << 10, 1 << 20, 128 << 10, 2, true, true),
-    ];
-    for (name, imm, r2t, first, max, segment, outstanding, header_digest, data_digest) in cases {
-        let mut cfg = config();
-        cfg.immediate_data = imm;
-        cfg.initial_r2t = r2t;
-        cfg.first_burst_len = first;
-        cfg.max_burst_len = max;
-        cfg.max_recv_data_segment_len = segment;
-        cfg.max_outstanding_r2t = outstanding;
-        cfg.header_digest = if header_digest { DigestKind::Crc32c } else { DigestKind::None };
-        cfg.data_digest = if data_digest { DigestKind::Crc32c } else { DigestKind::None };
+    for (name, cfg) in every_negotiation(&config()) {
+        let data_digest = cfg.data_digest != DigestKind::None;
         let c = f.client(cfg);
         let _ = c.get_attributes(ObjectAddr::ROOT, &[AttrId::new(INFO, 1)]); // the power-on unit attention
         let obj = new_object(&c);

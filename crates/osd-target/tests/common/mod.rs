@@ -10,7 +10,8 @@ use std::sync::Arc;
 use tempfile::TempDir;
 use tessera_engine::{Engine, EngineConfig};
 use tessera_target::iscsi_server::{ServerHandle, TargetConfig, TargetServer};
-use tessera_initiator::iscsi::Session;
+use tessera_initiator::iscsi::{Session, SessionConfig};
+use tessera_iscsi::login::DigestKind;
 use tessera_initiator::osd_client::OsdClient;
 use tessera_osd_proto::AttrId;
 use tessera_target::osd_lu::{OsdCommandSet, STATS_PAGE};
@@ -82,4 +83,35 @@ pub fn placed_writes(c: &OsdClient<Session>) -> u64 {
 pub fn new_object(c: &OsdClient<Session>) -> ObjectAddr {
     let pid = c.create_partition(None).unwrap();
     ObjectAddr::new(pid, c.create_one(pid).unwrap())
+}
+
+/// `base` under every way Data-Out can arrive (immediate data, unsolicited Data-Out, R2Ts,
+/// odd bursts, 8 KiB segments so one command's data spans many PDUs), with header digests,
+/// and with data digests (which keep WRITEs buffered), each with its name.
+pub fn every_negotiation(base: &SessionConfig) -> Vec<(&'static str, SessionConfig)> {
+    // (name, immediate data, initial R2T, first burst, max burst, segment, outstanding R2Ts,
+    //  header digest, data digest)
+    let cases = [
+        ("immediate and unsolicited", true, false, (16 << 20) - 1, (16 << 20) - 1, 1 << 20, 1, false, false),
+        ("unsolicited Data-Out, then R2Ts", false, false, 256 << 10, 1 << 20, 64 << 10, 1, false, false),
+        ("immediate data, then R2Ts", true, true, 64 << 10, 256 << 10, 256 << 10, 4, false, false),
+        ("R2Ts only, odd bursts, 8 KiB segments", false, true, 64 << 10, 100_003, 8 << 10, 2, false, false),
+        ("header digests", true, false, 512 << 10, 1 << 20, 128 << 10, 2, true, false),
+        ("data digests (buffered)", true, false, 512 << 10, 1 << 20, 128 << 10, 2, true, true),
+    ];
+    cases
+        .into_iter()
+        .map(|(name, imm, r2t, first, max, segment, outstanding, header_digest, data_digest)| {
+            let mut cfg = base.clone();
+            cfg.immediate_data = imm;
+            cfg.initial_r2t = r2t;
+            cfg.first_burst_len = first;
+            cfg.max_burst_len = max;
+            cfg.max_recv_data_segment_len = segment;
+            cfg.max_outstanding_r2t = outstanding;
+            cfg.header_digest = if header_digest { DigestKind::Crc32c } else { DigestKind::None };
+            cfg.data_digest = if data_digest { DigestKind::Crc32c } else { DigestKind::None };
+            (name, cfg)
+        })
+        .collect()
 }
