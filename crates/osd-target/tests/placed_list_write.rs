@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tessera_engine::{Engine, EngineConfig};
-use tessera_initiator::iscsi::{RawConnection, Session, SessionConfig};
+use tessera_initiator::iscsi::{Session, SessionConfig};
 use tessera_initiator::osd_client::OsdClient;
 use tessera_iscsi::bhs::RESERVED_TAG;
 use tessera_iscsi::login::DigestKind;
@@ -36,7 +36,7 @@ use tessera_target::security_gate::TargetSecurity;
 use tessera_target::spc::ScsiFront;
 use tessera_types::ObjectAddr;
 
-use common::{attr, every_negotiation, new_object, pattern, placed_writes, OsdTarget as Fixture, INFO, LENGTH, USED};
+use common::{attr, every_negotiation, new_object, pattern, placed_writes, OsdTarget as Fixture, RawSession, INFO, LENGTH, USED};
 
 const TARGET: &str = "iqn.2026-11.org.tessera:placed-list";
 const INITIATOR: &str = "iqn.2026-11.org.tessera:placed-list-test";
@@ -195,61 +195,6 @@ fn list_writes_in_flight_on_one_session_land_their_own_bytes() {
     assert!(is_consistent(&f.object_file(obj), &c, obj));
 }
 
-/// A raw session: logged in, unit attention cleared, ready for hand-built PDUs.
-struct Raw {
-    conn: RawConnection,
-    cmd_sn: u32,
-    next_itt: u32,
-}
-
-impl Raw {
-    fn login(addr: SocketAddr) -> Raw {
-        let mut conn = RawConnection::connect(addr).unwrap();
-        let login = conn.login(&config()).unwrap();
-        conn.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        let mut raw = Raw { conn, cmd_sn: login.cmd_sn, next_itt: 1 };
-        let itt = raw.itt();
-        raw.command(itt, vec![0u8; 16], 0, true, &[]); // TEST UNIT READY: the unit attention
-        raw.status(itt);
-        raw
-    }
-
-    fn itt(&mut self) -> u32 {
-        self.next_itt += 1;
-        self.next_itt
-    }
-
-    fn command(&mut self, itt: u32, cdb: Vec<u8>, write_len: u32, final_bit: bool, immediate: &[u8]) {
-        let pdu = Pdu::ScsiCommand(ScsiCommand {
-            immediate: false,
-            final_bit,
-            read: false,
-            write: write_len > 0,
-            task_attr: 1,
-            lun: 0,
-            itt,
-            expected_data_transfer_length: write_len,
-            cmd_sn: self.cmd_sn,
-            exp_stat_sn: 0,
-            cdb,
-            bidi_read_len: None,
-        });
-        self.cmd_sn += 1;
-        self.conn.send_pdu(&pdu, immediate).unwrap();
-    }
-
-    /// The status of `itt`'s SCSI Response, skipping anything else.
-    fn status(&mut self, itt: u32) -> u8 {
-        loop {
-            if let Pdu::ScsiResponse(r) = self.conn.recv().unwrap().pdu.unwrap() {
-                if r.itt == itt {
-                    return r.status;
-                }
-            }
-        }
-    }
-}
-
 /// Goal: a list WRITE whose connection drops mid-Data-Out is never acknowledged, leaves length
 /// and used capacity describing the file (the extension made before the data arrived is
 /// trimmed), and the target goes on serving.
@@ -267,7 +212,7 @@ fn a_list_write_cut_mid_data_out_leaves_the_object_consistent() {
     let new = pattern(4 << 20, 8);
     let encoded = OsdRequestBuilder::new(Command::Write { addr: obj, offset: 50_000, len: new.len() as u64, layout }).data(&new).encode().unwrap();
     let data_out = encoded.data_out_vec();
-    let mut raw = Raw::login(f.addr);
+    let mut raw = RawSession::login(f.addr, &config());
     let itt = raw.itt();
     raw.command(itt, encoded.cdb.to_vec(), data_out.len() as u32, false, &data_out[..1 << 20]);
     let second = Pdu::DataOut(DataOut { final_bit: false, lun: 0, itt, ttt: RESERVED_TAG, exp_stat_sn: 0, data_sn: 0, buffer_offset: 1 << 20 });
@@ -402,7 +347,7 @@ fn under_cmdrsp_a_tampered_continuation_segment_is_refused_and_nothing_written()
     let segment = encoded.continuation_mut().expect("a list WRITE has a continuation segment");
     segment[54] ^= 0x01; // the stride's third-lowest byte: 64 KiB becomes 64 KiB + 256
     let data_out = encoded.data_out_vec();
-    let mut raw = Raw::login(server.local_addr().unwrap());
+    let mut raw = RawSession::login(server.local_addr().unwrap(), &config());
     let itt = raw.itt();
     raw.command(itt, encoded.cdb.to_vec(), data_out.len() as u32, true, &data_out);
     assert_eq!(raw.status(itt), 0x02, "CHECK CONDITION");

@@ -12,20 +12,18 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
-use tessera_initiator::iscsi::{RawConnection, Session, SessionConfig};
+use tessera_initiator::iscsi::{Session, SessionConfig};
 use tessera_initiator::osd_client::OsdClient;
-use tessera_iscsi::bhs::RESERVED_TAG;
 use tessera_iscsi::login::DigestKind;
 use tessera_iscsi::pdu::*;
 use tessera_iscsi::Digests;
 use tessera_osd_proto::{AttrId, Command, DataLayout, OsdRequestBuilder};
 use tessera_types::ObjectAddr;
 
-use common::{attr, every_negotiation, new_object, pattern, placed_writes, OsdTarget as Fixture, INFO, LENGTH, USED};
+use common::{attr, every_negotiation, new_object, pattern, placed_writes, OsdTarget as Fixture, RawSession, INFO, LENGTH, USED};
 
 const TARGET: &str = "iqn.2026-11.org.tessera:placed";
 const INITIATOR: &str = "iqn.2026-11.org.tessera:placed-test";
@@ -42,6 +40,14 @@ impl Fixture {
 
 fn config() -> SessionConfig {
     SessionConfig::new(INITIATOR, TARGET)
+}
+
+fn digest_config(header_digest: bool) -> SessionConfig {
+    let mut cfg = config();
+    if header_digest {
+        cfg.header_digest = DigestKind::Crc32c;
+    }
+    cfg
 }
 
 /// Stored bytes never run past the logical length, and the used capacity is what the file
@@ -99,74 +105,6 @@ fn placed_writes_round_trip_under_every_negotiation() {
     }
 }
 
-/// A raw session: logged in, unit attention cleared, ready for hand-built PDUs.
-struct Raw {
-    conn: RawConnection,
-    cmd_sn: u32,
-    next_itt: u32,
-}
-
-impl Raw {
-    fn login(addr: SocketAddr, header_digest: bool) -> Raw {
-        let mut conn = RawConnection::connect(addr).unwrap();
-        let mut cfg = config();
-        if header_digest {
-            cfg.header_digest = DigestKind::Crc32c;
-        }
-        let login = conn.login(&cfg).unwrap();
-        conn.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        let mut raw = Raw { conn, cmd_sn: login.cmd_sn, next_itt: 1 };
-        raw.test_unit_ready(); // answered with the power-on unit attention
-        raw
-    }
-
-    fn itt(&mut self) -> u32 {
-        self.next_itt += 1;
-        self.next_itt
-    }
-
-    fn test_unit_ready(&mut self) {
-        let itt = self.itt();
-        self.command(itt, vec![0u8; 16], 0, true, &[]);
-        self.response(itt);
-    }
-
-    fn command(&mut self, itt: u32, cdb: Vec<u8>, write_len: u32, final_bit: bool, immediate: &[u8]) {
-        let pdu = Pdu::ScsiCommand(ScsiCommand {
-            immediate: false,
-            final_bit,
-            read: false,
-            write: write_len > 0,
-            task_attr: 1,
-            lun: 0,
-            itt,
-            expected_data_transfer_length: write_len,
-            cmd_sn: self.cmd_sn,
-            exp_stat_sn: 0,
-            cdb,
-            bidi_read_len: None,
-        });
-        self.cmd_sn += 1;
-        self.conn.send_pdu(&pdu, immediate).unwrap();
-    }
-
-    fn data_out(itt: u32, offset: u32, final_bit: bool) -> Pdu {
-        Pdu::DataOut(DataOut { final_bit, lun: 0, itt, ttt: RESERVED_TAG, exp_stat_sn: 0, data_sn: 0, buffer_offset: offset })
-    }
-
-    /// Waits for the SCSI Response (or TMF response) to `itt`, skipping anything else.
-    fn response(&mut self, itt: u32) -> Pdu {
-        loop {
-            let reply = self.conn.recv().unwrap();
-            match reply.pdu.unwrap() {
-                Pdu::ScsiResponse(r) if r.itt == itt => return Pdu::ScsiResponse(r),
-                Pdu::TaskMgmtResponse(r) if r.itt == itt => return Pdu::TaskMgmtResponse(r),
-                _ => {}
-            }
-        }
-    }
-}
-
 /// A WRITE of `len` bytes at `offset`: its CDB (NOSEC).
 fn write_cdb(obj: ObjectAddr, offset: u64, len: u64) -> Vec<u8> {
     let data = vec![0u8; len as usize];
@@ -195,11 +133,11 @@ fn cut_off_write(cut: Cut) {
     // A 4 MiB WRITE from offset 50,000: 1 MiB of immediate data, one 1 MiB unsolicited
     // Data-Out, then the third is cut off.
     let new = pattern(4 << 20, 8);
-    let mut raw = Raw::login(f.addr, matches!(cut, Cut::BadHeaderDigest));
+    let mut raw = RawSession::login(f.addr, &digest_config(matches!(cut, Cut::BadHeaderDigest)));
     let itt = raw.itt();
     raw.command(itt, write_cdb(obj, 50_000, new.len() as u64), new.len() as u32, false, &new[..1 << 20]);
-    raw.conn.send_pdu(&Raw::data_out(itt, 1 << 20, false), &new[1 << 20..2 << 20]).unwrap();
-    let third = Raw::data_out(itt, 2 << 20, false);
+    raw.conn.send_pdu(&RawSession::data_out(itt, 1 << 20, false), &new[1 << 20..2 << 20]).unwrap();
+    let third = RawSession::data_out(itt, 2 << 20, false);
     match cut {
         Cut::Dropped => {
             let mut bytes = tessera_iscsi::stream::encode_pdu(&third, &new[2 << 20..3 << 20], raw.conn.digests());
@@ -253,7 +191,7 @@ fn abort_task_mid_data_out_leaves_the_object_consistent_and_the_session_usable()
     let _ = c.get_attributes(ObjectAddr::ROOT, &[AttrId::new(INFO, 1)]);
     let obj = new_object(&c);
     let placed_before = placed_writes(&c);
-    let mut raw = Raw::login(f.addr, false);
+    let mut raw = RawSession::login(f.addr, &digest_config(false));
     let new = pattern(3 << 20, 10);
     let itt = raw.itt();
     raw.command(itt, write_cdb(obj, 0, new.len() as u64), new.len() as u32, false, &new[..1 << 20]);
@@ -279,7 +217,7 @@ fn abort_task_mid_data_out_leaves_the_object_consistent_and_the_session_usable()
     assert_eq!(attr(&c, obj, INFO, LENGTH), 0);
     assert_eq!(placed_writes(&c) - placed_before, 1);
     // Data-Out still in flight for the aborted task is dropped; the session goes on.
-    raw.conn.send_pdu(&Raw::data_out(itt, 1 << 20, true), &new[1 << 20..2 << 20]).unwrap();
+    raw.conn.send_pdu(&RawSession::data_out(itt, 1 << 20, true), &new[1 << 20..2 << 20]).unwrap();
     let itt = raw.itt();
     let small = pattern(100_000, 11);
     raw.command(itt, write_cdb(obj, 0, small.len() as u64), small.len() as u32, true, &small);

@@ -6,11 +6,14 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tempfile::TempDir;
 use tessera_engine::{Engine, EngineConfig};
 use tessera_target::iscsi_server::{ServerHandle, TargetConfig, TargetServer};
-use tessera_initiator::iscsi::{Session, SessionConfig};
+use tessera_initiator::iscsi::{RawConnection, Session, SessionConfig};
+use tessera_iscsi::bhs::RESERVED_TAG;
+use tessera_iscsi::pdu::{DataOut, Pdu, ScsiCommand};
 use tessera_iscsi::login::DigestKind;
 use tessera_initiator::osd_client::OsdClient;
 use tessera_osd_proto::AttrId;
@@ -114,4 +117,77 @@ pub fn every_negotiation(base: &SessionConfig) -> Vec<(&'static str, SessionConf
             (name, cfg)
         })
         .collect()
+}
+
+/// A raw iSCSI session for hand-built PDUs: logged in with `config`, the power-on unit
+/// attention already taken by a TEST UNIT READY.
+pub struct RawSession {
+    pub conn: RawConnection,
+    /// The CmdSN the next command carries.
+    pub cmd_sn: u32,
+    next_itt: u32,
+}
+
+impl RawSession {
+    pub fn login(addr: SocketAddr, config: &SessionConfig) -> RawSession {
+        let mut conn = RawConnection::connect(addr).unwrap();
+        let login = conn.login(config).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut raw = RawSession { conn, cmd_sn: login.cmd_sn, next_itt: 1 };
+        let itt = raw.itt();
+        raw.command(itt, vec![0u8; 16], 0, true, &[]);
+        raw.response(itt);
+        raw
+    }
+
+    /// A fresh initiator task tag.
+    pub fn itt(&mut self) -> u32 {
+        self.next_itt += 1;
+        self.next_itt
+    }
+
+    /// Sends a SCSI Command (a WRITE of `write_len` bytes when non-zero) with `immediate` data.
+    pub fn command(&mut self, itt: u32, cdb: Vec<u8>, write_len: u32, final_bit: bool, immediate: &[u8]) {
+        let pdu = Pdu::ScsiCommand(ScsiCommand {
+            immediate: false,
+            final_bit,
+            read: false,
+            write: write_len > 0,
+            task_attr: 1,
+            lun: 0,
+            itt,
+            expected_data_transfer_length: write_len,
+            cmd_sn: self.cmd_sn,
+            exp_stat_sn: 0,
+            cdb,
+            bidi_read_len: None,
+        });
+        self.cmd_sn += 1;
+        self.conn.send_pdu(&pdu, immediate).unwrap();
+    }
+
+    /// An unsolicited Data-Out header for `itt` at `offset`.
+    pub fn data_out(itt: u32, offset: u32, final_bit: bool) -> Pdu {
+        Pdu::DataOut(DataOut { final_bit, lun: 0, itt, ttt: RESERVED_TAG, exp_stat_sn: 0, data_sn: 0, buffer_offset: offset })
+    }
+
+    /// Waits for the SCSI Response (or TMF response) to `itt`, skipping anything else.
+    pub fn response(&mut self, itt: u32) -> Pdu {
+        loop {
+            let reply = self.conn.recv().unwrap();
+            match reply.pdu.unwrap() {
+                Pdu::ScsiResponse(r) if r.itt == itt => return Pdu::ScsiResponse(r),
+                Pdu::TaskMgmtResponse(r) if r.itt == itt => return Pdu::TaskMgmtResponse(r),
+                _ => {}
+            }
+        }
+    }
+
+    /// The status of `itt`'s SCSI Response.
+    pub fn status(&mut self, itt: u32) -> u8 {
+        match self.response(itt) {
+            Pdu::ScsiResponse(r) => r.status,
+            other => panic!("a SCSI Response to {itt}, got {other:?}"),
+        }
+    }
 }
