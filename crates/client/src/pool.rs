@@ -6,11 +6,11 @@
 //! execute on the target in parallel. Callers take sessions round robin.
 //!
 //! A session that fails at the transport level (connection reset, target restarted) is
-//! discarded; the next caller logs in again. The failed command itself is reported, not
-//! retried: a WRITE may or may not have executed. A session idle for a while is looked at
-//! before it is lent (a peek at its socket that never blocks): one whose target went away
-//! meanwhile, e.g. an OSD restarted while this client was quiet, is replaced instead of failing
-//! the next command.
+//! discarded; the next caller logs in again. A session idle for a while is looked at before it
+//! is lent (a peek at its socket that never blocks): one whose target went away meanwhile, e.g.
+//! an OSD restarted while this client was quiet, is replaced instead of failing the next
+//! command. A striped READ or WRITE whose session dies under it is sent once more on a session
+//! looked at the same way ([`OsdPool::lease_again`], `striped_io.rs`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -104,12 +104,24 @@ impl OsdPool {
     /// The next session of OSD `osd_index` in round-robin order, logging in if needed.
     /// `object_id` is the object the caller is about to address, named if login fails.
     pub fn lease(&self, osd_index: u32, object_id: u64, path: &str) -> Result<Lease, ClientError> {
+        self.lease_checked(osd_index, object_id, path, IDLE_CHECK_AFTER)
+    }
+
+    /// A session for resending a command whose session died: every pooled session is looked
+    /// at before it is lent, however recently it was used, since a target that dropped one
+    /// connection (it restarted, say) has usually dropped the others too.
+    pub fn lease_again(&self, osd_index: u32, object_id: u64, path: &str) -> Result<Lease, ClientError> {
+        self.lease_checked(osd_index, object_id, path, Duration::ZERO)
+    }
+
+    /// Lends the next session, replacing it if it was idle for `check_after` and its peer is gone.
+    fn lease_checked(&self, osd_index: u32, object_id: u64, path: &str, check_after: Duration) -> Result<Lease, ClientError> {
         let osd = self.osd(osd_index, path)?;
         let slot = osd.next.fetch_add(1, Ordering::Relaxed) % osd.sessions.len();
         let mut guard = osd.sessions[slot].lock().unwrap_or_else(|p| p.into_inner());
         if let Some(pooled) = guard.as_mut() {
             let now = Instant::now();
-            let idle = now.duration_since(pooled.lent_at) >= IDLE_CHECK_AFTER;
+            let idle = now.duration_since(pooled.lent_at) >= check_after;
             if !(idle && pooled.conn.transport().peer_gone()) {
                 pooled.lent_at = now;
                 return Ok(Lease { conn: pooled.conn.clone(), osd_index, slot });
@@ -132,15 +144,20 @@ impl OsdPool {
     /// Turns a failed command into a [`ClientError::Osd`]; a transport failure also retires
     /// the session so the next caller logs in afresh.
     pub fn fail(&self, lease: &Lease, object_id: u64, source: OsdError) -> ClientError {
-        let osd = &self.osds[lease.osd_index as usize];
         if matches!(source, OsdError::Transport(_)) {
-            let mut guard = osd.sessions[lease.slot].lock().unwrap_or_else(|p| p.into_inner());
-            // Only retire the session this lease used; another thread may have replaced it.
-            if guard.as_ref().is_some_and(|p| Arc::ptr_eq(&p.conn, &lease.conn)) {
-                *guard = None;
-            }
+            self.retire(lease);
         }
+        let osd = &self.osds[lease.osd_index as usize];
         ClientError::Osd { osd_index: lease.osd_index, addr: osd.entry.addr.clone(), object_id, source: Box::new(source) }
+    }
+
+    /// Drops the session `lease` used from the pool, unless another thread replaced it already.
+    pub fn retire(&self, lease: &Lease) {
+        let osd = &self.osds[lease.osd_index as usize];
+        let mut guard = osd.sessions[lease.slot].lock().unwrap_or_else(|p| p.into_inner());
+        if guard.as_ref().is_some_and(|p| Arc::ptr_eq(&p.conn, &lease.conn)) {
+            *guard = None;
+        }
     }
 
     /// Largest data transfer of one command to this OSD: the configured cap, further bounded

@@ -13,10 +13,19 @@
 //! Read scatter: each command lends its runs of the caller's memory to the session
 //! (`OsdClient::read_into`), which writes every Data-In PDU's bytes straight into them: no
 //! receive buffer, no copy afterwards.
+//!
+//! A command whose session dies under it (the connection reset, the OSD restarted) is sent
+//! once more on a session the pool has looked at ([`OsdPool::lease_again`]). Sending a READ or
+//! WRITE twice is safe: a READ fills the same memory again, a WRITE puts the same bytes at the
+//! same offsets, so the object ends the same whether or not the first one executed. As with NFS
+//! retransmissions, one race is left: the target still runs the commands a lost connection had
+//! queued, so a first WRITE delayed past the whole new login and the resend could land after a
+//! later overlapping WRITE of the same client.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
+use tessera_initiator::osd_client::OsdError;
 use tessera_layout::{plan, Extent, PerOsdPlan};
 use tessera_mds_proto::FileLayout;
 use tessera_types::ObjectAddr;
@@ -47,6 +56,20 @@ struct SlotWork<J> {
     /// Some pieces cover the same object bytes: the commands must run one at a time in list
     /// order, or a later WRITE could land before an earlier one and lose ("later wins").
     overlapping: bool,
+}
+
+/// Where one slot's commands go.
+#[derive(Clone, Copy)]
+struct Target {
+    osd: u32,
+    object_id: u64,
+    addr: ObjectAddr,
+}
+
+impl<J> SlotWork<J> {
+    fn target(&self) -> Target {
+        Target { osd: self.osd, object_id: self.object_id, addr: self.addr }
+    }
 }
 
 /// Whether any two pieces of one object's plan cover the same object byte.
@@ -96,7 +119,7 @@ impl StripedFile<'_> {
         })?;
         self.run(work, |lease, addr, (cmd, slices)| {
             debug_assert_eq!(slices.iter().map(|s| s.len() as u64).sum::<u64>(), cmd.len);
-            lease.conn.write_scattered(addr, cmd.offset, &slices, cmd.layout, fua)
+            lease.conn.write_scattered(addr, cmd.offset, slices, cmd.layout.clone(), fua)
         })
     }
 
@@ -129,8 +152,8 @@ impl StripedFile<'_> {
             })
             .collect();
         let past_end = AtomicBool::new(false);
-        self.run(work, |lease, addr, (cmd, mut dest)| {
-            let result = lease.conn.read_into(addr, cmd.offset, cmd.len, cmd.layout, &mut dest)?;
+        self.run(work, |lease, addr, (cmd, dest)| {
+            let result = lease.conn.read_into(addr, cmd.offset, cmd.len, cmd.layout.clone(), dest)?;
             if result.past_end || result.received < cmd.len {
                 past_end.store(true, Ordering::Relaxed);
             }
@@ -155,7 +178,7 @@ impl StripedFile<'_> {
     fn run<J: Send>(
         &self,
         work: Vec<SlotWork<J>>,
-        op: impl Fn(&Lease, ObjectAddr, J) -> Result<(), tessera_initiator::osd_client::OsdError> + Sync,
+        op: impl Fn(&Lease, ObjectAddr, &mut J) -> Result<(), OsdError> + Sync,
     ) -> Result<(), ClientError> {
         if let [only] = work.as_slice() {
             if only.jobs.len() == 1 {
@@ -163,9 +186,10 @@ impl StripedFile<'_> {
                 // worker costs more than a small command itself, and far more on a busy
                 // machine, where a new thread waits for a core.
                 let slot = work.into_iter().next().expect("one slot");
-                let job = slot.jobs.into_iter().next().expect("one command");
-                let lease = self.pool.lease(slot.osd, slot.object_id, self.path)?;
-                return op(&lease, slot.addr, job).map_err(|e| self.pool.fail(&lease, slot.object_id, e));
+                let target = slot.target();
+                let mut job = slot.jobs.into_iter().next().expect("one command");
+                let lease = self.pool.lease(target.osd, target.object_id, self.path)?;
+                return self.send(lease, target, &mut job, &op).map(drop);
             }
         }
         let failed = AtomicBool::new(false);
@@ -179,21 +203,23 @@ impl StripedFile<'_> {
                 let (op, record, failed) = (&op, &record, &failed);
                 scope.spawn(move || {
                     let depth = if slot.overlapping { 1 } else { PIPELINE_DEPTH };
+                    let target = slot.target();
                     let workers = slot.jobs.len().min(depth);
                     let queue = Mutex::new(slot.jobs.into_iter());
                     std::thread::scope(|inner| {
                         for _ in 0..workers {
                             let queue = &queue;
                             inner.spawn(move || {
-                                let lease = match self.pool.lease(slot.osd, slot.object_id, self.path) {
+                                let mut lease = match self.pool.lease(target.osd, target.object_id, self.path) {
                                     Ok(l) => l,
                                     Err(e) => return record(e),
                                 };
                                 while !failed.load(Ordering::Relaxed) {
-                                    let Some(job) = queue.lock().unwrap_or_else(|p| p.into_inner()).next() else { return };
-                                    if let Err(e) = op(&lease, slot.addr, job) {
-                                        return record(self.pool.fail(&lease, slot.object_id, e));
-                                    }
+                                    let Some(mut job) = queue.lock().unwrap_or_else(|p| p.into_inner()).next() else { return };
+                                    lease = match self.send(lease, target, &mut job, op) {
+                                        Ok(l) => l,
+                                        Err(e) => return record(e),
+                                    };
                                 }
                             });
                         }
@@ -204,6 +230,32 @@ impl StripedFile<'_> {
         match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
             Some(e) => Err(e),
             None => Ok(()),
+        }
+    }
+}
+
+impl StripedFile<'_> {
+    /// Sends one command; a transport failure retires the session and sends the command once
+    /// more on a session the pool has looked at. Returns the lease to go on with.
+    fn send<J>(
+        &self,
+        lease: Lease,
+        slot: Target,
+        job: &mut J,
+        op: &impl Fn(&Lease, ObjectAddr, &mut J) -> Result<(), OsdError>,
+    ) -> Result<Lease, ClientError> {
+        match op(&lease, slot.addr, job) {
+            Ok(()) => Ok(lease),
+            Err(OsdError::Transport(e)) => {
+                tracing::debug!(osd = slot.osd, object = slot.object_id, error = %e, "OSD session lost under a command; sending it again");
+                self.pool.retire(&lease);
+                let again = self.pool.lease_again(slot.osd, slot.object_id, self.path)?;
+                match op(&again, slot.addr, job) {
+                    Ok(()) => Ok(again),
+                    Err(e) => Err(self.pool.fail(&again, slot.object_id, e)),
+                }
+            }
+            Err(e) => Err(self.pool.fail(&lease, slot.object_id, e)),
         }
     }
 }

@@ -3,8 +3,9 @@
 //! target to see what a connection lost mid-transfer or a byte altered on the wire does to
 //! both ends; everything else is forwarded unchanged.
 //!
-//! The relay serves one connection. Bytes are counted from the moment [`Relay::arm`] is called,
-//! so a test can log in and set up through a clean connection first.
+//! The fault applies to the relay's first connection. Bytes are counted from the moment
+//! [`Relay::arm`] is called, so a test can log in and set up through that connection first.
+//! Later connections (a client that logs in again after the fault) are forwarded clean.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -36,26 +37,25 @@ pub struct Relay {
 }
 
 impl Relay {
-    /// Listens on a loopback port; the first connection is relayed to `target`.
+    /// Listens on a loopback port; every connection is relayed to `target`, the first one with
+    /// the fault.
     pub fn start(target: SocketAddr, direction: Direction, fault: Fault) -> Relay {
         let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback port for the relay");
         let addr = listener.local_addr().expect("the relay's address");
         let armed = Arc::new(AtomicBool::new(false));
         let flag = armed.clone();
         std::thread::spawn(move || {
-            let Ok((client, _)) = listener.accept() else { return };
-            let Ok(server) = TcpStream::connect(target) else { return };
-            let (clean, faulted) = match direction {
-                Direction::FromTarget => ((client.try_clone(), server.try_clone()), (server, client)),
-                Direction::ToTarget => ((server.try_clone(), client.try_clone()), (client, server)),
-            };
-            if let (Ok(mut from), Ok(mut to)) = clean {
+            for (n, client) in listener.incoming().enumerate() {
+                let (Ok(client), Ok(server)) = (client, TcpStream::connect(target)) else { continue };
+                let flag = flag.clone();
                 std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut from, &mut to);
-                    let _ = to.shutdown(Shutdown::Write);
+                    if n == 0 {
+                        relay_with_fault(client, server, direction, fault, &flag);
+                    } else {
+                        relay_clean(client, server);
+                    }
                 });
             }
-            forward_with_fault(faulted.0, faulted.1, fault, &flag);
         });
         Relay { addr, armed }
     }
@@ -64,6 +64,29 @@ impl Relay {
     pub fn arm(&self) {
         self.armed.store(true, Ordering::Release);
     }
+}
+
+fn relay_with_fault(client: TcpStream, server: TcpStream, direction: Direction, fault: Fault, armed: &AtomicBool) {
+    let (clean, faulted) = match direction {
+        Direction::FromTarget => ((client.try_clone(), server.try_clone()), (server, client)),
+        Direction::ToTarget => ((server.try_clone(), client.try_clone()), (client, server)),
+    };
+    if let (Ok(from), Ok(to)) = clean {
+        std::thread::spawn(move || copy_until_closed(from, to));
+    }
+    forward_with_fault(faulted.0, faulted.1, fault, armed);
+}
+
+fn relay_clean(client: TcpStream, server: TcpStream) {
+    if let (Ok(from), Ok(to)) = (server.try_clone(), client.try_clone()) {
+        std::thread::spawn(move || copy_until_closed(from, to));
+    }
+    copy_until_closed(client, server);
+}
+
+fn copy_until_closed(mut from: TcpStream, mut to: TcpStream) {
+    let _ = std::io::copy(&mut from, &mut to);
+    let _ = to.shutdown(Shutdown::Write);
 }
 
 fn forward_with_fault(mut from: TcpStream, mut to: TcpStream, fault: Fault, armed: &AtomicBool) {
@@ -140,6 +163,27 @@ mod tests {
     fn an_unarmed_relay_forwards_everything() {
         let relay = Relay::start(sender(50_000), Direction::FromTarget, Fault::CutAfter(10));
         assert_eq!(receive_all(relay.addr).len(), 50_000);
+    }
+
+    #[test]
+    fn a_connection_after_the_faulted_one_is_forwarded_clean() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let target = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for s in listener.incoming() {
+                let mut s = s.unwrap();
+                let bytes: Vec<u8> = (0..30_000usize).map(|i| i as u8).collect();
+                std::thread::spawn(move || {
+                    let _ = s.write_all(&bytes);
+                });
+            }
+        });
+        let relay = Relay::start(target, Direction::FromTarget, Fault::CutAfter(1_000));
+        relay.arm();
+        assert_eq!(receive_all(relay.addr).len(), 1_000, "the first connection is cut");
+        let again = receive_all(relay.addr);
+        assert_eq!(again.len(), 30_000, "the second is not");
+        assert!(again.iter().enumerate().all(|(i, b)| *b == i as u8));
     }
 
     #[test]
