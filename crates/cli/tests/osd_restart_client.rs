@@ -11,18 +11,31 @@ use std::time::Duration;
 
 use common::tessera_exe;
 use tessera_cli::cluster::{ClusterSpec, LocalCluster};
-use tessera_client::{Client, StripeHint};
+use tessera_client::{Client, File, StripeHint};
+
+/// Two OSDs and a client with a flushed file striped over both, its first stripe on OSD 0.
+struct Striped {
+    cluster: LocalCluster,
+    client: Client,
+    file: File,
+    data: Vec<u8>,
+}
+
+fn striped_file(dir: &std::path::Path) -> Striped {
+    let spec = ClusterSpec { stripe_unit: 64 << 10, stripe_count: 2, ..ClusterSpec::new(2) };
+    let cluster = LocalCluster::start_spec(tessera_exe(), dir, &spec).unwrap();
+    let client = Client::connect(cluster.config()).unwrap();
+    let data: Vec<u8> = (0..600_000u32).map(|i| (i * 13 + i / 1021) as u8).collect();
+    let file = client.create("/r", 0o644, Some(StripeHint { stripe_unit: 64 << 10, stripe_count: 2, start_osd: Some(0) })).unwrap();
+    file.pwrite(0, &data).unwrap();
+    file.fsync().unwrap();
+    Striped { cluster, client, file, data }
+}
 
 #[test]
 fn an_idle_client_carries_on_after_an_osd_restart() {
     let dir = tempfile::Builder::new().prefix("tessera-osd-restart-").tempdir().unwrap();
-    let spec = ClusterSpec { stripe_unit: 64 << 10, stripe_count: 2, ..ClusterSpec::new(2) };
-    let mut cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &spec).unwrap();
-    let client = Client::connect(cluster.config()).unwrap();
-    let data: Vec<u8> = (0..600_000u32).map(|i| (i * 13 + i / 1021) as u8).collect();
-    let f = client.create("/r", 0o644, Some(StripeHint { stripe_unit: 64 << 10, stripe_count: 2, start_osd: Some(0) })).unwrap();
-    f.pwrite(0, &data).unwrap();
-    f.fsync().unwrap();
+    let Striped { mut cluster, client, file: f, data } = striped_file(dir.path());
 
     cluster.stop_osd(0).unwrap();
     cluster.start_osd(0).unwrap();
@@ -44,13 +57,7 @@ fn an_idle_client_carries_on_after_an_osd_restart() {
 #[test]
 fn a_busy_client_carries_on_right_after_an_osd_restart() {
     let dir = tempfile::Builder::new().prefix("tessera-osd-restart-busy-").tempdir().unwrap();
-    let spec = ClusterSpec { stripe_unit: 64 << 10, stripe_count: 2, ..ClusterSpec::new(2) };
-    let mut cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &spec).unwrap();
-    let client = Client::connect(cluster.config()).unwrap();
-    let data: Vec<u8> = (0..600_000u32).map(|i| (i * 7 + i / 613) as u8).collect();
-    let f = client.create("/b", 0o644, Some(StripeHint { stripe_unit: 64 << 10, stripe_count: 2, start_osd: Some(0) })).unwrap();
-    f.pwrite(0, &data).unwrap();
-    f.fsync().unwrap();
+    let Striped { mut cluster, file: f, data, .. } = striped_file(dir.path());
 
     cluster.stop_osd(0).unwrap();
     cluster.start_osd(0).unwrap();
