@@ -126,6 +126,8 @@ pub struct GroupCommit {
     on_durable: Mutex<Vec<DurableHook>>,
     /// Moving average of the WAL flush's duration, in ns.
     flush_ns: AtomicU64,
+    /// Flushes slower than this (ns, on average) are overlapped ([`OVERLAP_FLUSH_OVER`]).
+    overlap_over_ns: AtomicU64,
     /// Counters for tests and statistics: steps run, groups committed, WAL flushes done.
     steps: AtomicU64,
     commits: AtomicU64,
@@ -145,6 +147,7 @@ impl GroupCommit {
             flush_asked: Condvar::new(),
             on_durable: Mutex::new(Vec::new()),
             flush_ns: AtomicU64::new(0),
+            overlap_over_ns: AtomicU64::new(OVERLAP_FLUSH_OVER.as_nanos() as u64),
             steps: AtomicU64::new(0),
             commits: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
@@ -197,7 +200,13 @@ impl GroupCommit {
 
     /// Whether the flush is slow enough to overlap with the next group's steps.
     pub fn flush_is_slow(&self) -> bool {
-        self.flush_ns.load(Ordering::Relaxed) > OVERLAP_FLUSH_OVER.as_nanos() as u64
+        self.flush_ns.load(Ordering::Relaxed) > self.overlap_over_ns.load(Ordering::Relaxed)
+    }
+
+    /// Overlaps flushes slower than `threshold` on average (default [`OVERLAP_FLUSH_OVER`];
+    /// tests set zero, always, or `Duration::MAX`, never).
+    pub fn overlap_flushes_over(&self, threshold: Duration) {
+        self.overlap_over_ns.store(threshold.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
     }
 
     /// Adds `hook`, called after every flush round (by the thread that ran it).
