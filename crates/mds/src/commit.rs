@@ -16,12 +16,6 @@
 //!   connection, then waits for all of them with one round ([`GroupCommit::wait`]), which it
 //!   runs itself unless one is running. Whoever waits runs the round: there is no hand-off to
 //!   another thread.
-//! - When the disk's flush is slow (an fdatasync longer than [`OVERLAP_FLUSH_OVER`] on
-//!   average), the loop does not wait for it: it commits the group
-//!   ([`GroupCommit::commit_for_flusher`]) and the flusher thread (`flusher.rs`) syncs it,
-//!   while the loop runs the next group's steps; the loop learns of it through the hooks of
-//!   [`GroupCommit::on_durable`] and answers by [`GroupCommit::outcome`]. A fast flush (RAM)
-//!   costs less than the hand-off to another thread, so there the loop keeps flushing itself.
 //! - Creates leave hot rows unsettled in memory (`store/hot.rs`); the round settles them into
 //!   the group just before its COMMIT, and every other step settles them before it runs.
 //! - SQLite's recovery keeps every transaction whose frames reached the WAL intact (frames are
@@ -40,7 +34,6 @@ use std::fs::File;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
-use std::time::{Duration, Instant};
 
 use tessera_mds_proto::FsError;
 
@@ -48,12 +41,6 @@ use crate::store::{exec, Store};
 
 /// Failed groups remembered for waiters that have not woken yet.
 const FAILED_KEPT: usize = 64;
-/// Flushes slower than this on average are overlapped with the next group's steps (a disk:
-/// 40-80 us here); faster ones (RAM: a few us) cost less than waking another thread.
-pub const OVERLAP_FLUSH_OVER: Duration = Duration::from_micros(15);
-
-/// Called after every flush round, from the thread that ran it.
-pub type DurableHook = Box<dyn Fn() + Send + Sync>;
 
 /// A step that has run in a group not yet known durable.
 #[derive(Debug)]
@@ -90,10 +77,6 @@ struct Flush {
     /// Every group up to this one is on disk.
     durable: u64,
     flushing: bool,
-    /// The flusher thread is asked to sync what is committed.
-    wanted: bool,
-    /// The flusher thread is to end.
-    stopping: bool,
     failed: VecDeque<u64>,
 }
 
@@ -121,13 +104,6 @@ pub struct GroupCommit {
     broken: AtomicBool,
     flush: Mutex<Flush>,
     changed: Condvar,
-    /// Wakes the flusher thread.
-    flush_asked: Condvar,
-    on_durable: Mutex<Vec<DurableHook>>,
-    /// Moving average of the WAL flush's duration, in ns.
-    flush_ns: AtomicU64,
-    /// Flushes slower than this (ns, on average) are overlapped ([`OVERLAP_FLUSH_OVER`]).
-    overlap_over_ns: AtomicU64,
     /// Counters for tests and statistics: steps run, groups committed, WAL flushes done.
     steps: AtomicU64,
     commits: AtomicU64,
@@ -142,12 +118,8 @@ impl GroupCommit {
             wal,
             begun: AtomicU64::new(0),
             broken: AtomicBool::new(false),
-            flush: Mutex::new(Flush { committed: 0, durable: 0, flushing: false, wanted: false, stopping: false, failed: VecDeque::new() }),
+            flush: Mutex::new(Flush { committed: 0, durable: 0, flushing: false, failed: VecDeque::new() }),
             changed: Condvar::new(),
-            flush_asked: Condvar::new(),
-            on_durable: Mutex::new(Vec::new()),
-            flush_ns: AtomicU64::new(0),
-            overlap_over_ns: AtomicU64::new(OVERLAP_FLUSH_OVER.as_nanos() as u64),
             steps: AtomicU64::new(0),
             commits: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
@@ -173,72 +145,6 @@ impl GroupCommit {
     /// Returns once `pending` is durable; EIO if its group was lost.
     pub fn wait(&self, pending: Pending) -> Result<(), FsError> {
         self.wait_durable(pending.group)
-    }
-
-    /// `pending`'s outcome if it is known (durable, or lost), without waiting.
-    pub fn outcome(&self, pending: &Pending) -> Option<Result<(), FsError>> {
-        self.flush.lock().unwrap_or_else(|p| p.into_inner()).outcome(pending.group, self.broken.load(Ordering::SeqCst))
-    }
-
-    /// Commits the open group, if any, and asks the flusher thread to sync it; returns at once.
-    /// Whoever waits learns of the flush through [`GroupCommit::on_durable`].
-    pub fn commit_for_flusher(&self) {
-        {
-            let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-            self.commit_open(&mut w);
-        }
-        let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
-        f.wanted = true;
-        self.flush_asked.notify_one();
-    }
-
-    /// Whether a flush is running or asked for: a group committed now waits for it.
-    pub fn flush_busy(&self) -> bool {
-        let f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
-        f.flushing || f.wanted
-    }
-
-    /// Whether the flush is slow enough to overlap with the next group's steps.
-    pub fn flush_is_slow(&self) -> bool {
-        self.flush_ns.load(Ordering::Relaxed) > self.overlap_over_ns.load(Ordering::Relaxed)
-    }
-
-    /// Overlaps flushes slower than `threshold` on average (default [`OVERLAP_FLUSH_OVER`];
-    /// tests set zero, always, or `Duration::MAX`, never).
-    pub fn overlap_flushes_over(&self, threshold: Duration) {
-        self.overlap_over_ns.store(threshold.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
-    }
-
-    /// Adds `hook`, called after every flush round (by the thread that ran it).
-    pub fn on_durable(&self, hook: DurableHook) {
-        self.on_durable.lock().unwrap_or_else(|p| p.into_inner()).push(hook);
-    }
-
-    /// The flusher thread's loop (`flusher.rs`): syncs what is committed whenever asked, until
-    /// [`GroupCommit::stop_flusher`].
-    pub(crate) fn run_flusher(&self) {
-        let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            if f.stopping {
-                return;
-            }
-            if f.wanted && !f.flushing {
-                f.wanted = false;
-                if f.committed > f.durable {
-                    f.flushing = true;
-                    drop(f);
-                    self.sync_committed();
-                    f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
-                }
-                continue;
-            }
-            f = self.flush_asked.wait(f).unwrap_or_else(|p| p.into_inner());
-        }
-    }
-
-    pub(crate) fn stop_flusher(&self) {
-        self.flush.lock().unwrap_or_else(|p| p.into_inner()).stopping = true;
-        self.flush_asked.notify_all();
     }
 
     /// Runs `step` atomically and returns once it is committed, without waiting for the
@@ -385,40 +291,19 @@ impl GroupCommit {
             let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
             self.commit_open(&mut w);
         }
-        self.sync_committed();
-    }
-
-    /// Syncs the WAL (the caller has set `flushing`): every group committed before it began is
-    /// then durable; wakes the waiters and runs the hooks.
-    fn sync_committed(&self) {
         let target = self.flush.lock().unwrap_or_else(|p| p.into_inner()).committed;
-        let started = Instant::now();
         let synced = self.wal.sync_data();
-        let took = started.elapsed().as_nanos().min(u64::MAX as u128) as u64;
-        // An average over about eight flushes: one slow flush does not switch the mode.
-        let avg = self.flush_ns.load(Ordering::Relaxed);
-        self.flush_ns.store(avg - avg / 8 + took / 8, Ordering::Relaxed);
         self.flushes.fetch_add(1, Ordering::Relaxed);
-        {
-            let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
-            f.flushing = false;
-            match synced {
-                Ok(()) => f.durable = f.durable.max(target),
-                Err(e) => {
-                    tracing::error!(%e, "flushing the metadata WAL failed; refusing writes until restart");
-                    self.broken.store(true, Ordering::SeqCst);
-                }
-            }
-            self.changed.notify_all();
-            if f.wanted {
-                // The flusher was asked while this round ran: what it was asked for may have
-                // been committed after this round's sync began.
-                self.flush_asked.notify_one();
+        let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
+        f.flushing = false;
+        match synced {
+            Ok(()) => f.durable = f.durable.max(target),
+            Err(e) => {
+                tracing::error!(%e, "flushing the metadata WAL failed; refusing writes until restart");
+                self.broken.store(true, Ordering::SeqCst);
             }
         }
-        for hook in self.on_durable.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-            hook();
-        }
+        self.changed.notify_all();
     }
 }
 
@@ -640,41 +525,6 @@ mod tests {
         assert_eq!(root_times(&gc), (next, next));
         drop(gc);
         assert_eq!(root_times(&open(tmp.path())), (next, next));
-    }
-
-    #[test]
-    fn a_group_handed_to_the_flusher_is_answered_once_durable_and_the_hook_runs() {
-        let tmp = tempfile::tempdir().unwrap();
-        let gc = Arc::new(open(tmp.path()));
-        let _flusher = crate::flusher::Flusher::start(gc.clone()).unwrap();
-        ready_pool(&gc, 8);
-        let (tx, rx) = std::sync::mpsc::channel();
-        let tx = std::sync::Mutex::new(tx);
-        gc.on_durable(Box::new(move || {
-            let _ = tx.lock().unwrap().send(());
-        }));
-        let (_, flushes_before) = (gc.counters().1, gc.counters().2);
-        let (p1, a) = gc.start_write(create_step("a", Timespec::default())).unwrap();
-        let (p2, b) = gc.start_write(create_step("b", Timespec::default())).unwrap();
-        assert!(a.is_ok() && b.is_ok());
-        gc.commit_for_flusher();
-        // Steps run while the flusher syncs go to the next group.
-        let (p3, c) = gc.start_write(create_step("c", Timespec::default())).unwrap();
-        assert!(c.is_ok());
-        assert!(p3.group > p2.group);
-        rx.recv_timeout(std::time::Duration::from_secs(10)).expect("the flusher's hook runs");
-        assert_eq!(gc.outcome(&p1), Some(Ok(())));
-        assert_eq!(gc.outcome(&p2), Some(Ok(())));
-        assert_eq!(gc.outcome(&p3), None, "not committed yet, so not durable");
-        assert!(gc.counters().2 > flushes_before);
-        gc.commit_for_flusher();
-        rx.recv_timeout(std::time::Duration::from_secs(10)).expect("the flusher's hook runs again");
-        assert_eq!(gc.outcome(&p3), Some(Ok(())));
-        assert!(!gc.flush_busy());
-        drop(_flusher);
-        drop(gc);
-        let gc = open(tmp.path());
-        assert_eq!(names(&gc), vec!["a".to_string(), "b".to_string(), "c".to_string()]);
     }
 
     #[test]

@@ -5,8 +5,7 @@
 //!   namespace; no OSD and no network calls.
 //! - [`namespace`]: reads on pooled reader connections, writes through [`commit`], the group
 //!   commit that lets concurrent requests share one durable flush, and [`checkpoint`], which
-//!   keeps checkpoints off the request path, and [`flusher`], which syncs the WAL off the
-//!   event loop when the disk is slow.
+//!   keeps checkpoints off the request path.
 //! - [`pools`]: per-OSD pools of objects precreated in batches, so a create calls no OSD.
 //! - [`objects`]: the [`DataObjects`] seam to the storage nodes (create, remove, length,
 //!   truncate, list), implemented over the typed OSD client by [`OsdObjects`].
@@ -27,7 +26,6 @@ pub mod checkpoint;
 pub mod commit;
 pub mod conn;
 pub mod db;
-pub mod flusher;
 pub mod journal;
 pub mod namespace;
 pub mod objects;

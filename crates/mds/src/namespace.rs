@@ -11,7 +11,6 @@ use tessera_mds_proto::{FsError, Timespec};
 use crate::checkpoint::Checkpointer;
 use crate::commit::{GroupCommit, Pending};
 use crate::db::{self, DbError};
-use crate::flusher::Flusher;
 use crate::store::{exec, Store};
 
 /// Idle reader connections kept; more concurrent readers open (and then close) extra ones.
@@ -20,7 +19,6 @@ const READERS_IDLE_MAX: usize = 16;
 pub struct Namespace {
     writer: Arc<GroupCommit>,
     _checkpointer: Checkpointer,
-    _flusher: Flusher,
     path: PathBuf,
     server: u32,
     readers: Mutex<Vec<Store>>,
@@ -36,8 +34,7 @@ impl Namespace {
         wal.sync_data().map_err(|source| DbError::Wal { path: path.to_path_buf(), source })?;
         let writer = Arc::new(GroupCommit::new(store, wal));
         let checkpointer = Checkpointer::start(path, writer.clone())?;
-        let flusher = Flusher::start(writer.clone())?;
-        Ok(Namespace { writer, _checkpointer: checkpointer, _flusher: flusher, path: path.to_path_buf(), server, readers: Mutex::new(Vec::new()) })
+        Ok(Namespace { writer, _checkpointer: checkpointer, path: path.to_path_buf(), server, readers: Mutex::new(Vec::new()) })
     }
 
     pub fn server(&self) -> u32 {
@@ -58,11 +55,6 @@ impl Namespace {
     /// Returns once `pending` is durable; EIO if it was lost.
     pub fn wait(&self, pending: Pending) -> Result<(), FsError> {
         self.writer.wait(pending)
-    }
-
-    /// The group commit itself, for the event loop's flush overlap (`tcp.rs`).
-    pub fn group_commit(&self) -> &GroupCommit {
-        &self.writer
     }
 
     /// Runs one mutating step atomically; returns once committed, before it is durable. Only

@@ -19,7 +19,7 @@ use tessera_mds_proto::{Attr, ClusterMap, DirEntry, FileLayout, FileType, FsErro
 use tessera_security::clock::now_ms;
 use thiserror::Error;
 
-use crate::commit::{GroupCommit, Pending};
+use crate::commit::Pending;
 use crate::db::DbError;
 use crate::journal;
 use crate::namespace::{Namespace, NamespaceError};
@@ -271,11 +271,6 @@ impl Mds {
     /// round itself unless one is running (`commit.rs`).
     pub fn wait_durable(&self, pending: Pending) -> Result<(), FsError> {
         self.ns.wait(pending)
-    }
-
-    /// The group commit, for a front that overlaps the flush with the next group (`tcp.rs`).
-    pub fn group_commit(&self) -> &GroupCommit {
-        self.ns.group_commit()
     }
 
     /// Every request but create, answered once durable.

@@ -10,12 +10,6 @@
 //!   sends all their replies. Clients that wait for each reply before the next create would
 //!   otherwise commit in groups of one or two, paying the COMMIT, the WAL's pages and the
 //!   flush per create (docs/metadata.md, "Group commit and durability").
-//! - On a slow disk, with several clients creating, the loop does not wait for the flush: it
-//!   commits the group and hands its fdatasync to the flusher thread (`flusher.rs`), then
-//!   runs the steps of the creates that arrive meanwhile; it commits the next group as soon
-//!   as the flusher is free (or the group is gathered), and sends a group's replies when the
-//!   flusher's hook wakes it. The clients split into groups that take turns: one group's
-//!   steps run while the other's flush, instead of all of them idling through every flush.
 //! - A connection reads no further request while it owes a reply or has reply bytes the
 //!   socket has not taken, so replies leave in request order, and a client that stops reading
 //!   holds only its own connection (cut off after `REPLY_WRITE_TIMEOUT`, `conn.rs`).
@@ -27,7 +21,6 @@ use std::collections::HashMap;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -59,17 +52,6 @@ pub fn spawn(listener: TcpListener, mds: Arc<Mds>) -> io::Result<(SocketAddr, Jo
     // SAFETY: the listener is moved into the loop, which owns it, with the poller, for good.
     unsafe { poller.add(&listener, Event::readable(LISTENER))? };
     let (back_tx, back_rx) = mpsc::channel();
-    let awaiting_flush = Arc::new(AtomicBool::new(false));
-    {
-        let (poller, awaiting) = (poller.clone(), awaiting_flush.clone());
-        mds.group_commit().on_durable(Box::new(move || {
-            if awaiting.load(Ordering::SeqCst) {
-                if let Err(e) = poller.notify() {
-                    tracing::error!(%e, "cannot wake the MDS event loop");
-                }
-            }
-        }));
-    }
     let mut front = Front {
         mds,
         poller,
@@ -81,8 +63,6 @@ pub fn spawn(listener: TcpListener, mds: Arc<Mds>) -> io::Result<(SocketAddr, Jo
         back_rx,
         at_workers: 0,
         owed: Vec::new(),
-        flushing: Vec::new(),
-        awaiting_flush,
         first_owed_at: None,
         rounds: 0,
         creators: HashMap::new(),
@@ -129,10 +109,6 @@ struct Front {
     at_workers: usize,
     /// Creates of the open group, in the order they ran.
     owed: Vec<Owed>,
-    /// Creates of groups committed and handed to the flusher thread, in the order they ran.
-    flushing: Vec<Owed>,
-    /// `flushing` is not empty: the flusher's hook wakes the loop.
-    awaiting_flush: Arc<AtomicBool>,
     first_owed_at: Option<Instant>,
     /// Rounds run (the clock of `creators`).
     rounds: u64,
@@ -192,7 +168,6 @@ impl Front {
                 self.advance(key);
             }
             self.cut_off_stalled();
-            self.answer_flushed();
             if self.gathered() {
                 self.round();
             }
@@ -362,72 +337,26 @@ impl Front {
         }
     }
 
-    /// Whether the open group should be committed now: with every connection that created
-    /// lately either in it or waiting for the flusher, or after [`GATHER_MAX`]; or at once
-    /// when the flush is overlapped and the flusher is free.
+    /// Whether the open group should be committed now: it holds a create of every connection
+    /// that created lately, or has waited [`GATHER_MAX`].
     fn gathered(&mut self) -> bool {
         let Some(first) = self.first_owed_at else { return false };
         let rounds = self.rounds;
         self.creators.retain(|_, last| *last + CREATOR_ROUNDS >= rounds);
-        self.owed.len() + self.flushing.len() >= self.creators.len()
-            || first.elapsed() >= GATHER_MAX
-            || (self.overlap_flush() && !self.mds.group_commit().flush_busy())
+        self.owed.len() >= self.creators.len() || first.elapsed() >= GATHER_MAX
     }
 
-    /// Whether to hand the flush to the flusher thread: it is slow (a disk), and more than one
-    /// client creates, so there are steps to run meanwhile. A lone client waits for its flush
-    /// either way, and a fast flush costs less than the hand-off.
-    fn overlap_flush(&self) -> bool {
-        self.creators.len() > 1 && self.mds.group_commit().flush_is_slow()
-    }
-
-    /// Commits the open group. With the flush overlapped, hands it to the flusher and returns
-    /// (`answer_flushed` sends the replies); otherwise makes it durable here (one round, run
-    /// here unless a worker is running one) and sends the replies.
+    /// Makes every owed create durable (one round, run here unless a worker is running one),
+    /// sends their replies, then reads on from those connections.
     fn round(&mut self) {
+        let owed = std::mem::take(&mut self.owed);
         self.first_owed_at = None;
         self.rounds += 1;
-        if self.overlap_flush() {
-            self.awaiting_flush.store(true, Ordering::SeqCst);
-            self.mds.group_commit().commit_for_flusher();
-            self.flushing.append(&mut self.owed);
-            // A worker's round may already have made the group durable.
-            return self.answer_flushed();
-        }
-        let owed = std::mem::take(&mut self.owed);
         let mut answered = Vec::with_capacity(owed.len());
         for o in owed {
             let durable = self.mds.wait_durable(o.pending);
             answered.push((o.key, encode(o.request_id, durable.and(o.result))));
         }
-        self.answer(answered);
-    }
-
-    /// Sends the replies of the flusher's creates whose groups are now durable (or lost).
-    fn answer_flushed(&mut self) {
-        if self.flushing.is_empty() {
-            return;
-        }
-        let gc = self.mds.group_commit();
-        let mut answered = Vec::new();
-        let mut waiting = Vec::with_capacity(self.flushing.len());
-        for o in std::mem::take(&mut self.flushing) {
-            match gc.outcome(&o.pending) {
-                Some(durable) => answered.push((o.key, encode(o.request_id, durable.and(o.result)))),
-                None => waiting.push(o),
-            }
-        }
-        self.flushing = waiting;
-        if self.flushing.is_empty() {
-            self.awaiting_flush.store(false, Ordering::SeqCst);
-        }
-        if !answered.is_empty() {
-            self.answer(answered);
-        }
-    }
-
-    /// Sends owed replies, then reads on from those connections.
-    fn answer(&mut self, answered: Vec<(usize, Vec<u8>)>) {
         for (key, reply) in &answered {
             if let Some(slot) = self.conns.get_mut(key) {
                 slot.owed = false;

@@ -2,16 +2,13 @@
 //! group is durable, groups gathered across connections, creates without savepoints) keep
 //! the namespace exact. Method: one MDS behind its real TCP front on loopback, over real
 //! OSDs; many connections create at once, some names contended by every connection, some
-//! their own; then the namespace is read back through another connection. Run once with the
-//! loop flushing each group itself and once with the flush handed to the flusher thread while
-//! the loop runs the next group (what a slow disk gets).
+//! their own; then the namespace is read back through another connection.
 
 mod common;
 
 use std::collections::HashMap;
 use std::net::TcpListener;
 use std::sync::{Arc, Barrier};
-use std::time::Duration;
 
 use common::*;
 use tessera_mds::{Mds, MdsConnection};
@@ -24,19 +21,12 @@ const CONTENDED: usize = 40;
 const OWN: usize = 40;
 
 fn serve(dir: &std::path::Path) -> String {
-    serve_with(dir, tessera_mds::commit::OVERLAP_FLUSH_OVER).0
-}
-
-/// Serves with flushes overlapped with the next group when slower than `overlap_over`
-/// (zero: always; `Duration::MAX`: never, the loop flushes itself).
-fn serve_with(dir: &std::path::Path, overlap_over: Duration) -> (String, Arc<Mds>) {
     let (osds, _devices) = real_osds(dir, 2);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let mds = Arc::new(Mds::open(&dir.join("m.db"), config(0, cluster(vec![addr.clone()], 2)), Arc::new(osds)).unwrap());
-    mds.group_commit().overlap_flushes_over(overlap_over);
-    tessera_mds::tcp::spawn(listener, mds.clone()).unwrap();
-    (addr, mds)
+    tessera_mds::tcp::spawn(listener, mds).unwrap();
+    addr
 }
 
 fn call(c: &mut MdsConnection, request: Request) -> Result<Reply, FsError> {
@@ -44,18 +34,9 @@ fn call(c: &mut MdsConnection, request: Request) -> Result<Reply, FsError> {
 }
 
 #[test]
-fn concurrent_creates_have_exactly_one_winner_per_name_and_all_are_kept_when_the_loop_flushes() {
-    concurrent_creates(Duration::MAX, false);
-}
-
-#[test]
-fn concurrent_creates_have_exactly_one_winner_per_name_and_all_are_kept_when_the_flusher_flushes() {
-    concurrent_creates(Duration::ZERO, true);
-}
-
-fn concurrent_creates(overlap_over: Duration, overlapped: bool) {
+fn concurrent_creates_have_exactly_one_winner_per_name_and_all_are_kept() {
     let tmp = tempfile::tempdir().unwrap();
-    let (addr, mds) = serve_with(tmp.path(), overlap_over);
+    let addr = serve(tmp.path());
     let mut admin = MdsConnection::connect(addr.as_str()).unwrap();
     let dir = match call(&mut admin, Request::Mkdir { parent: InodeId::ROOT, name: "d".into(), new: NEW }).unwrap() {
         Reply::Attr(a) => a.ino,
@@ -139,7 +120,6 @@ fn concurrent_creates(overlap_over: Duration, overlapped: bool) {
         other => panic!("{other:?}"),
     };
     assert!(d.mtime > Timespec::default() && d.mtime == d.ctime);
-    assert_eq!(mds.group_commit().flush_is_slow(), overlapped, "the mode this run was meant to test");
 }
 
 #[test]
