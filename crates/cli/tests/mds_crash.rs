@@ -8,7 +8,7 @@
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use common::tessera_exe;
@@ -21,8 +21,10 @@ use tessera_mds_proto::{ClusterMap, OsdInfo};
 
 /// Creates `r{round}-w{worker}-{i}` until a create fails (the server died under it); returns
 /// the acknowledged names. The one that failed may or may not exist: it was never acknowledged.
-fn create_until_failure(config: &ClusterConfig, worker: usize, round: usize, made: &AtomicUsize) -> Vec<String> {
+fn create_until_failure(config: &ClusterConfig, worker: usize, round: usize, made: &AtomicUsize, connected: &Barrier) -> Vec<String> {
     let dir = Client::connect(config).unwrap().open_dir("/").unwrap();
+    // Every client is connected before any creates: the crash must not meet a connect.
+    connected.wait();
     let mut acked = Vec::new();
     for i in 0.. {
         let name = format!("r{round}-w{worker}-{i}");
@@ -41,9 +43,10 @@ fn create_until_failure(config: &ClusterConfig, worker: usize, round: usize, mad
 fn crash_during_creates(cluster: &mut LocalCluster, round: usize, before_kill: usize) -> Vec<String> {
     let config = cluster.config().clone();
     let made = AtomicUsize::new(0);
+    let connected = Barrier::new(4);
     std::thread::scope(|s| {
-        let (config, made) = (&config, &made);
-        let workers: Vec<_> = (0..4).map(|w| s.spawn(move || create_until_failure(config, w, round, made))).collect();
+        let (config, made, connected) = (&config, &made, &connected);
+        let workers: Vec<_> = (0..4).map(|w| s.spawn(move || create_until_failure(config, w, round, made, connected))).collect();
         let deadline = Instant::now() + Duration::from_secs(60);
         while made.load(Ordering::SeqCst) < before_kill && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(2));

@@ -208,6 +208,12 @@ impl Store {
         self.hot.settle(&self.conn)
     }
 
+    /// A step other than a create has run: what the hot rows know of directories' stored
+    /// times may be stale.
+    pub(crate) fn forget_stored_dir_times(&self) {
+        self.hot.forget_stored_dir_times()
+    }
+
     /// Whether the last step failed after writing part of its change (creates run without a
     /// savepoint: `commit.rs` then rolls back the whole group); clears the flag.
     pub(crate) fn take_partial(&self) -> bool {

@@ -16,6 +16,11 @@
 //!   every number handed out in a committed group, so a restart never reuses one (it may skip
 //!   up to a block). Precreated ranges are written exactly: an object id is, at every commit,
 //!   either in a range's untaken part or in a file (see `precreate.rs`).
+//! - A create stamps its directory's mtime/ctime at [`DIR_TIME_GRAIN`] (truncated, as the
+//!   kernel's coarse clock stamps them), and the settle skips a directory whose stored times
+//!   it knows to be that already: a group whose creates fall in the tick the last group wrote
+//!   writes no directory page to the WAL. Any other step may change a directory's times, so
+//!   it forgets what it knows ([`Hot::forget_stored_dir_times`]).
 
 use std::cell::{Cell, RefCell};
 
@@ -27,6 +32,11 @@ use super::precreate::ObjectSeq;
 
 /// Inode numbers reserved by one write of the stored counter.
 pub const INODE_BLOCK: u64 = 4096;
+/// The granularity of the times a create gives its directory, in ns.
+pub const DIR_TIME_GRAIN: u32 = 1_000_000;
+/// Directories whose stored times the writer remembers (the busiest are the few that many
+/// clients create in).
+const STORED_DIR_TIMES_MAX: usize = 16;
 
 /// A precreated range creates are taking from; `next` runs ahead of the stored `next_seq`.
 #[derive(Clone, Copy, Debug)]
@@ -56,6 +66,8 @@ pub(crate) struct Hot {
     cursors: RefCell<Vec<Cursor>>,
     /// Directories that gained entries since the last settle, with their newest time.
     dir_times: RefCell<Vec<(InodeId, Timespec)>>,
+    /// Directories whose times, as stored, a settle wrote and no step changed since.
+    stored_dir_times: RefCell<Vec<(InodeId, Timespec)>>,
 }
 
 /// The stored inode counter.
@@ -86,7 +98,13 @@ impl Hot {
         self.stored_inode.set(stored);
         self.cursors.borrow_mut().clear();
         self.dir_times.borrow_mut().clear();
+        self.stored_dir_times.borrow_mut().clear();
         Ok(())
+    }
+
+    /// A step other than a create ran: it may have changed any directory's times.
+    pub(crate) fn forget_stored_dir_times(&self) {
+        self.stored_dir_times.borrow_mut().clear();
     }
 
     /// Hands out the next inode sequence (a step that fails after this leaves a gap, never a
@@ -143,6 +161,7 @@ impl Hot {
 
     /// Notes that `dir` gained an entry at `now`; its times are written at the settle.
     pub(crate) fn touch_dir(&self, dir: InodeId, now: Timespec) {
+        let now = Timespec { secs: now.secs, nanos: now.nanos - now.nanos % DIR_TIME_GRAIN };
         let mut times = self.dir_times.borrow_mut();
         match times.iter_mut().find(|(d, _)| *d == dir) {
             Some((_, t)) => *t = now,
@@ -169,8 +188,22 @@ impl Hot {
         }
         cursors.clear();
         let mut times = self.dir_times.borrow_mut();
-        for (dir, t) in times.iter() {
+        let mut stored = self.stored_dir_times.borrow_mut();
+        for &(dir, t) in times.iter() {
+            let known = stored.iter().position(|(d, _)| *d == dir);
+            if known.is_some_and(|i| stored[i].1 == t) {
+                continue;
+            }
             exec(conn, "UPDATE inodes SET mtime_ns = ?2, ctime_ns = ?2 WHERE ino = ?1", params![dir.0 as i64, t.as_nanos()])?;
+            match known {
+                Some(i) => stored[i].1 = t,
+                None => {
+                    if stored.len() == STORED_DIR_TIMES_MAX {
+                        stored.remove(0);
+                    }
+                    stored.push((dir, t));
+                }
+            }
         }
         times.clear();
         Ok(())
