@@ -24,6 +24,29 @@ const OSD_OBJECT_ID_TYPE: u8 = 0x06;
 const OSD_OBJECT_ID_LEN: usize = 32;
 const RESPONSE_ICV_TYPE: u8 = 0x07;
 pub const RESPONSE_ICV_LEN: usize = 32;
+/// The longest sense [`Sense::encoded`] writes: the header and every descriptor it knows.
+pub const SENSE_MAX: usize = SENSE_HEADER_LEN + SENSE_KEY_SPECIFIC_LEN + OSD_OBJECT_ID_LEN + 2 + RESPONSE_ICV_LEN;
+
+/// Encoded descriptor sense, on the stack.
+#[derive(Clone, Copy)]
+pub struct EncodedSense {
+    bytes: [u8; SENSE_MAX],
+    len: usize,
+}
+
+impl EncodedSense {
+    fn extend_from_slice(&mut self, more: &[u8]) {
+        self.bytes[self.len..self.len + more.len()].copy_from_slice(more);
+        self.len += more.len();
+    }
+}
+
+impl std::ops::Deref for EncodedSense {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SenseKey {
@@ -151,11 +174,17 @@ impl Sense {
     }
 
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![0u8; SENSE_HEADER_LEN];
-        out[0] = 0x72;
-        out[1] = self.key as u8;
-        out[2] = self.asc;
-        out[3] = self.ascq;
+        self.encoded().to_vec()
+    }
+
+    /// [`Sense::encode`] without an allocation (the target encodes one per answer under
+    /// CMDRSP, where every answer carries its response integrity value here).
+    pub fn encoded(&self) -> EncodedSense {
+        let mut out = EncodedSense { bytes: [0; SENSE_MAX], len: SENSE_HEADER_LEN };
+        out.bytes[0] = 0x72;
+        out.bytes[1] = self.key as u8;
+        out.bytes[2] = self.asc;
+        out.bytes[3] = self.ascq;
         if let Some(fp) = self.field_pointer {
             let mut d = [0u8; SENSE_KEY_SPECIFIC_LEN];
             d[0] = SENSE_KEY_SPECIFIC_TYPE;
@@ -183,11 +212,10 @@ impl Sense {
             out.extend_from_slice(&d);
         }
         if let Some(icv) = self.response_icv {
-            out.push(RESPONSE_ICV_TYPE);
-            out.push(RESPONSE_ICV_LEN as u8);
+            out.extend_from_slice(&[RESPONSE_ICV_TYPE, RESPONSE_ICV_LEN as u8]);
             out.extend_from_slice(&icv);
         }
-        out[7] = (out.len() - SENSE_HEADER_LEN) as u8;
+        out.bytes[7] = (out.len - SENSE_HEADER_LEN) as u8;
         out
     }
 
@@ -321,6 +349,17 @@ mod tests {
         assert_eq!(Sense::decode(&bytes).unwrap(), s);
         let both = Sense::invalid_cdb_field(82).with_response_icv([1; 32]);
         assert_eq!(Sense::decode(&both.encode()).unwrap(), both);
+    }
+
+    /// Goal: the stack encoding holds every descriptor at once. Method: a sense with all of
+    /// them fills `SENSE_MAX` exactly and decodes back.
+    #[test]
+    fn every_descriptor_fits_the_stack_encoding() {
+        let mut s = Sense::invalid_cdb_field(82).with_response_icv([9; 32]);
+        s.osd_object = Some(OsdObjectSense { not_initiated_functions: 1, completed_functions: 2, partition_id: 3, object_id: 4 });
+        assert_eq!(s.encoded().len(), SENSE_MAX);
+        assert_eq!(Sense::decode(&s.encoded()).unwrap(), s);
+        assert_eq!(&*s.encoded(), &s.encode()[..]);
     }
 
     proptest! {

@@ -12,6 +12,8 @@
 //! capability.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use tessera_osd_proto::cdb::{self, RawCdb, CDB_LEN};
@@ -34,7 +36,36 @@ const CAPABILITY_KEYS_MAX: usize = 4096;
 
 /// Derived capability keys by (key slot, capability bytes), each with the key ring generation
 /// it was derived under.
-type CapabilityKeyCache = HashMap<(KeySlot, [u8; CAPABILITY_LEN]), (u64, CapabilityKey)>;
+type CapabilityKeyCache = HashMap<(KeySlot, [u8; CAPABILITY_LEN]), (u64, CapabilityKey), BuildHasherDefault<WordHasher>>;
+
+/// A multiply-rotate hash over 8-byte words (as rustc's FxHash), for the capability key
+/// cache: SipHash over a 104-byte capability cost a measurable part of a command. It need not
+/// resist chosen collisions: only capabilities that proved authentic (minted by the security
+/// manager) are ever stored, so a client cannot crowd one bucket.
+#[derive(Default)]
+struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            self.add(u64::from_le_bytes(w.try_into().expect("chunks of 8")));
+        }
+        let mut tail = [0u8; 8];
+        tail[..words.remainder().len()].copy_from_slice(words.remainder());
+        self.add(u64::from_le_bytes(tail));
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl WordHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
 
 /// What the OSD knows of the object a capability names (only asked for when a check needs it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,6 +118,10 @@ pub struct Checker {
     config: CheckerConfig,
     system_id: [u8; 20],
     keys: RwLock<KeyRing>,
+    /// Bumped (under the ring's write lock) on every change of the key ring, so cached
+    /// capability keys of a replaced or forgotten key never match again. A cache hit reads only
+    /// this, not the ring.
+    generation: AtomicU64,
     capability_keys: Mutex<CapabilityKeyCache>,
     replay: Mutex<ReplayList>,
 }
@@ -94,8 +129,6 @@ pub struct Checker {
 #[derive(Default)]
 struct KeyRing {
     keys: HashMap<KeySlot, Key>,
-    /// Bumped on every change, so cached capability keys of a replaced key never match again.
-    generation: u64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -106,12 +139,13 @@ impl Checker {
     /// A checker for the OSD with `system_id`, started at `now_ms` (the nonce floor), holding
     /// `keys`.
     pub fn new(config: CheckerConfig, system_id: [u8; 20], keys: impl IntoIterator<Item = (KeySlot, Key)>, now_ms: u64) -> Self {
-        let ring = KeyRing { keys: keys.into_iter().collect(), generation: 0 };
+        let ring = KeyRing { keys: keys.into_iter().collect() };
         Checker {
             config,
             system_id,
             keys: RwLock::new(ring),
-            capability_keys: Mutex::new(HashMap::new()),
+            generation: AtomicU64::new(0),
+            capability_keys: Mutex::new(HashMap::default()),
             replay: Mutex::new(ReplayList::new(config.nonce_window, now_ms)),
         }
     }
@@ -133,21 +167,21 @@ impl Checker {
     pub fn set_key(&self, slot: KeySlot, key: Key) {
         let mut ring = self.keys.write().unwrap_or_else(|p| p.into_inner());
         ring.keys.insert(slot, key);
-        ring.generation += 1;
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Forgets the partition key and working keys of `pid` (its partition was removed).
     pub fn forget_partition(&self, pid: u64) {
         let mut ring = self.keys.write().unwrap_or_else(|p| p.into_inner());
         ring.keys.retain(|slot, _| !matches!(slot, KeySlot::Partition(p) | KeySlot::Working(p, _) if *p == pid));
-        ring.generation += 1;
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Forgets every partition's keys (FORMAT OSD); the master and root keys stay.
     pub fn forget_partitions(&self) {
         let mut ring = self.keys.write().unwrap_or_else(|p| p.into_inner());
         ring.keys.retain(|slot, _| matches!(slot, KeySlot::Master | KeySlot::Root));
-        ring.generation += 1;
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     /// The key a SET KEY / SET MASTER KEY installs, derived from its parent.
@@ -214,13 +248,15 @@ impl Checker {
     /// generation it was derived under, to be cached once the command proved authentic (so
     /// forged capabilities cannot flush the cache).
     fn capability_key(&self, slot: KeySlot, capability: &[u8; CAPABILITY_LEN]) -> Result<(CapabilityKey, Option<u64>), SecurityError> {
-        let ring = self.keys.read().unwrap_or_else(|p| p.into_inner());
-        let generation = ring.generation;
+        let generation = self.generation.load(Ordering::Acquire);
         if let Some((g, k)) = lock(&self.capability_keys).get(&(slot, *capability)) {
             if *g == generation {
                 return Ok((k.clone(), None));
             }
         }
+        let ring = self.keys.read().unwrap_or_else(|p| p.into_inner());
+        // Read again under the lock: the ring cannot change while it is held.
+        let generation = self.generation.load(Ordering::Acquire);
         let key = ring.keys.get(&slot).ok_or(SecurityError::UnknownKey(slot))?;
         Ok((CapabilityKey::new(&capability_key(key, capability, &self.system_id)), Some(generation)))
     }

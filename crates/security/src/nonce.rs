@@ -7,9 +7,18 @@
 //! NONCE NOT UNIQUE). The replay list holds every nonce still inside the window, bounded: when
 //! it is full the oldest entry leaves and every nonce at or before its time is refused as out of
 //! range from then on (the floor), so no eviction ever lets a replay through. The floor starts
-//! at the OSD's start time, so commands recorded before a restart cannot be replayed after it.
+//! at the OSD's start time, so commands recorded before a restart cannot be replayed after it,
+//! and rises past every entry that leaves the window, so a clock stepped back cannot bring a
+//! forgotten nonce back into it.
+//!
+//! Layout: nonces from clients whose clocks agree arrive in time order, so the list keeps them
+//! in a ring buffer in (time, unique) order, where accepting one touches only its two ends; a
+//! nonce older than the newest (a lagging clock, or two clients in one millisecond) goes to an
+//! ordered tree beside it. A tree for every nonce cost a walk of several cold nodes per command
+//! once the list held the window's worth (about 1.7 us at 256 Ki entries with cold caches,
+//! against 0.26 us hot).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 
 use tessera_osd_proto::cdb::REQUEST_NONCE_LEN;
 
@@ -87,11 +96,17 @@ impl Default for NonceWindow {
     }
 }
 
+/// A remembered nonce: (time, unique part), ordered by time.
+type Seen = (u64, [u8; TIME_LEN]);
+
 /// The OSD's replay list.
 #[derive(Debug)]
 pub struct ReplayList {
     window: NonceWindow,
-    seen: BTreeSet<(u64, [u8; TIME_LEN])>,
+    /// Accepted nonces in increasing order, each newer than every one before it.
+    in_order: VecDeque<Seen>,
+    /// Accepted nonces that arrived older than the newest in `in_order`.
+    late: BTreeSet<Seen>,
     /// Nonces at or before this time are refused.
     floor_ms: u64,
 }
@@ -102,15 +117,46 @@ impl ReplayList {
         assert!(window.capacity > 0, "a replay list must hold at least one nonce");
         // Strictly before the start: the previous run's commands were all older, and a client
         // may sign its first command in the very millisecond this one started.
-        ReplayList { window, seen: BTreeSet::new(), floor_ms: start_ms.saturating_sub(1) }
+        ReplayList { window, in_order: VecDeque::new(), late: BTreeSet::new(), floor_ms: start_ms.saturating_sub(1) }
     }
 
     pub fn len(&self) -> usize {
-        self.seen.len()
+        self.in_order.len() + self.late.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.seen.is_empty()
+        self.len() == 0
+    }
+
+    /// Removes the oldest remembered nonce if `leaves` says so, raising the floor to its time.
+    fn drop_oldest_if(&mut self, leaves: impl Fn(&Seen) -> bool) -> bool {
+        let from_late = match (self.in_order.front(), self.late.first()) {
+            (Some(a), Some(b)) => b < a,
+            (None, Some(_)) => true,
+            (_, None) => false,
+        };
+        let oldest = if from_late { self.late.first() } else { self.in_order.front() };
+        if !oldest.is_some_and(&leaves) {
+            return false;
+        }
+        let gone = if from_late { self.late.pop_first() } else { self.in_order.pop_front() };
+        if let Some((t, _)) = gone {
+            self.floor_ms = self.floor_ms.max(t);
+        }
+        true
+    }
+
+    /// Records `seen` once; false when it was already there.
+    fn insert(&mut self, seen: Seen) -> bool {
+        let newest_so_far = match self.in_order.back() {
+            None => true,
+            Some(newest) => seen > *newest,
+        };
+        if newest_so_far {
+            self.in_order.push_back(seen);
+            return true;
+        }
+        self.in_order.binary_search(&seen).is_err() && self.late.insert(seen)
     }
 
     /// Accepts `nonce` at `now_ms` once, or says why not.
@@ -121,20 +167,14 @@ impl ReplayList {
         if t < oldest_ms || t > newest_ms || t <= self.floor_ms {
             return Err(NonceError::OutOfRange { nonce_ms: t, oldest_ms: oldest_ms.max(self.floor_ms + 1), newest_ms });
         }
-        // Entries older than the window can never match again: their nonces are refused above.
-        while let Some(&first) = self.seen.first() {
-            if first.0 >= oldest_ms {
-                break;
-            }
-            self.seen.pop_first();
-        }
-        if !self.seen.insert((t, nonce.unique())) {
+        // Entries older than the window can never match again: their nonces are refused above
+        // (and by the floor, should the clock step back).
+        while self.drop_oldest_if(|(time, _)| *time < oldest_ms) {}
+        if !self.insert((t, nonce.unique())) {
             return Err(NonceError::NotUnique);
         }
-        if self.seen.len() > self.window.capacity {
-            if let Some((evicted, _)) = self.seen.pop_first() {
-                self.floor_ms = self.floor_ms.max(evicted);
-            }
+        if self.len() > self.window.capacity {
+            self.drop_oldest_if(|_| true);
         }
         Ok(())
     }
@@ -202,6 +242,62 @@ mod tests {
         l.accept(&Nonce::new(START + 1, 1), START + 2).unwrap();
         l.accept(&Nonce::new(START + 5000, 2), START + 5000).unwrap();
         assert_eq!(l.len(), 1);
+    }
+
+    /// Goal: a nonce arriving out of order (a lagging clock, or another client in the same
+    /// millisecond) is remembered as well as one in order, and eviction and pruning take the
+    /// oldest by time wherever it is kept. Method: interleave newer and older nonces.
+    #[test]
+    fn nonces_out_of_order_are_remembered_and_evicted_by_time() {
+        let mut l = list(4);
+        let now = START + 100;
+        l.accept(&Nonce::new(START + 10, 1), now).unwrap();
+        l.accept(&Nonce::new(START + 5, 2), now).unwrap(); // older than the newest
+        l.accept(&Nonce::new(START + 10, 0), now).unwrap(); // same ms, smaller unique part
+        l.accept(&Nonce::new(START + 20, 3), now).unwrap();
+        for (t, u) in [(10, 1), (5, 2), (10, 0), (20, 3)] {
+            assert_eq!(l.accept(&Nonce::new(START + t, u), now), Err(NonceError::NotUnique), "{t}/{u}");
+        }
+        // Full: the next one evicts START + 5 (kept apart from the in-order ones), not START + 10.
+        l.accept(&Nonce::new(START + 30, 4), now).unwrap();
+        assert_eq!(l.len(), 4);
+        assert!(matches!(l.accept(&Nonce::new(START + 5, 2), now), Err(NonceError::OutOfRange { .. })));
+        assert_eq!(l.accept(&Nonce::new(START + 10, 1), now), Err(NonceError::NotUnique));
+        // The floor rose to the evicted time only.
+        assert_eq!(l.accept(&Nonce::new(START + 6, 9), now), Ok(()));
+        // Pruning empties both parts once the window has passed them.
+        let later = START + 5000;
+        l.accept(&Nonce::new(later, 5), later).unwrap();
+        assert_eq!(l.len(), 1);
+    }
+
+    /// Goal: a nonce pruned from the window stays refused if the clock steps back. Method:
+    /// prune it, then offer it again at an earlier "now" that would put it inside the window.
+    #[test]
+    fn a_pruned_nonce_stays_refused_after_the_clock_steps_back() {
+        let mut l = list(1000);
+        let old = Nonce::new(START + 1, 1);
+        l.accept(&old, START + 2).unwrap();
+        l.accept(&Nonce::new(START + 5000, 2), START + 5000).unwrap();
+        assert_eq!(l.len(), 1);
+        assert!(matches!(l.accept(&old, START + 500), Err(NonceError::OutOfRange { .. })));
+    }
+
+    /// Goal: the list agrees with a plain set on which nonces are new. Method: random times
+    /// around a moving clock, duplicates included, against a model without pruning or capacity
+    /// (the window is wide and the capacity large, so neither applies).
+    #[test]
+    fn agrees_with_a_set_on_uniqueness() {
+        use proptest::prelude::*;
+        proptest!(|(offers in proptest::collection::vec((0u64..40, 0u64..6), 1..200))| {
+            let mut l = ReplayList::new(NonceWindow { past_ms: 1_000_000, future_ms: 1_000_000, capacity: 1 << 20 }, START);
+            let mut model = std::collections::HashSet::new();
+            for (t, u) in offers {
+                let got = l.accept(&Nonce::new(START + t, u), START + 20);
+                prop_assert_eq!(got.is_ok(), model.insert((t, u)));
+            }
+            prop_assert_eq!(l.len(), model.len());
+        });
     }
 
     #[test]

@@ -442,3 +442,32 @@ proptest::proptest! {
         crate::fuzzing::check_bytes(&bytes);
     }
 }
+
+/// Goal: a cached capability key never outlives the key it was derived from. Method: the same
+/// command (cache hit on its second check) after its working key was replaced, then after its
+/// partition's keys were forgotten, each refused; re-signed under the new key, it passes.
+#[test]
+fn cached_capability_keys_die_with_their_working_key() {
+    let data = [3u8; 16];
+    let checker = checker(SecurityMethod::CmdRsp);
+    let cap = capability(SecurityMethod::CmdRsp, Permissions::WRITE);
+    let cred = credential(cap.clone());
+    for n in 1..=2 {
+        let mut enc = write_builder(&data).encode().unwrap();
+        cred.sign(&mut enc, Nonce::new(NOW, n)).unwrap();
+        assert!(check(&checker, &enc, NOW).is_ok(), "check {n}, the second from the cache");
+    }
+    let rotated = derive(&working_key(), KeySlot::Working(PID, 0), &[1; 7], &[5; 20]);
+    checker.set_key(KeySlot::Working(PID, 0), rotated.clone());
+    let mut stale = write_builder(&data).encode().unwrap();
+    cred.sign(&mut stale, Nonce::new(NOW, 3)).unwrap();
+    assert_eq!(check(&checker, &stale, NOW).unwrap_err(), SecurityError::RequestIcv);
+    let fresh = Credential::new(cap.clone(), &capability_key(&rotated, &cap.encode(), &SYSTEM_ID));
+    let mut enc = write_builder(&data).encode().unwrap();
+    fresh.sign(&mut enc, Nonce::new(NOW, 4)).unwrap();
+    assert!(check(&checker, &enc, NOW).is_ok());
+    checker.forget_partition(PID);
+    let mut gone = write_builder(&data).encode().unwrap();
+    fresh.sign(&mut gone, Nonce::new(NOW, 5)).unwrap();
+    assert_eq!(check(&checker, &gone, NOW).unwrap_err(), SecurityError::UnknownKey(KeySlot::Working(PID, 0)));
+}

@@ -12,6 +12,7 @@ use std::os::fd::AsRawFd;
 
 use tessera_iscsi::bhs::RESERVED_TAG;
 use tessera_iscsi::pdu::{tmf_response, DataIn, LogoutResponse, Pdu, ScsiResponse, RESPONSE_COMPLETED};
+use tessera_scsi::sense::SENSE_MAX;
 use tessera_scsi::{FileDataIn, MappedDataIn, ScsiOutcome, ScsiStatus, ScsiTask, TmfResult};
 use tracing::{debug, warn};
 
@@ -155,13 +156,16 @@ fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io:
     let (overflow, underflow) = (produced > expected, produced < expected);
     let residual = produced.abs_diff(expected) as u32;
     let status_in_data_in = sent > 0 && outcome.sense.is_none() && !task.bidi;
-    let mut sense_bytes = Vec::new();
+    // SenseLength and sense data, on the stack: under CMDRSP every answer carries sense.
+    let mut sense_buf = [0u8; SENSE_LENGTH_LEN + SENSE_MAX];
+    let mut sense_len = 0;
     if let Some(sense) = &outcome.sense {
-        let s = sense.encode();
-        sense_bytes.extend_from_slice(&(s.len() as u16).to_be_bytes());
-        sense_bytes.extend_from_slice(&s);
-        debug_assert_eq!(sense_bytes.len(), SENSE_LENGTH_LEN + s.len());
+        let s = sense.encoded();
+        sense_buf[..SENSE_LENGTH_LEN].copy_from_slice(&(s.len() as u16).to_be_bytes());
+        sense_buf[SENSE_LENGTH_LEN..SENSE_LENGTH_LEN + s.len()].copy_from_slice(&s);
+        sense_len = SENSE_LENGTH_LEN + s.len();
     }
+    let sense_bytes = &sense_buf[..sense_len];
     if outcome.status == ScsiStatus::Good && outcome.sense.is_some() {
         debug!(itt = task.itt, "GOOD status with sense");
     }
@@ -219,7 +223,7 @@ fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io:
             // initiator.
             Body::Bytes(data) if last && !status_in_data_in => {
                 let status = response(tx.next_stat_sn(), exp_cmd_sn, max_cmd_sn, data_sn + 1);
-                return tx.writer.write_pdus(&[(&pdu, &[&data[offset..offset + len]]), (&status, &[&sense_bytes])]);
+                return tx.writer.write_pdus(&[(&pdu, &[&data[offset..offset + len]]), (&status, &[sense_bytes])]);
             }
             Body::Bytes(data) => tx.writer.write_pdu(&pdu, &[&data[offset..offset + len]])?,
             // The same for a small last piece of file or mapped data when a SCSI Response must
@@ -233,7 +237,7 @@ fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io:
                     Body::Bytes(_) => unreachable!("matched above"),
                 }
                 let status = response(tx.next_stat_sn(), exp_cmd_sn, max_cmd_sn, data_sn + 1);
-                return tx.writer.write_pdus(&[(&pdu, &[&scratch]), (&status, &[&sense_bytes])]);
+                return tx.writer.write_pdus(&[(&pdu, &[&scratch]), (&status, &[sense_bytes])]);
             }
             // A data digest needs the bytes here; and a small last piece leaves in one write
             // with its header (and the status it carries), where `sendfile` would make a
@@ -265,7 +269,7 @@ fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io:
     if status_in_data_in {
         return Ok(());
     }
-    conn.send_status(|stat_sn, exp_cmd_sn, max_cmd_sn| response(stat_sn, exp_cmd_sn, max_cmd_sn, data_sn), &[&sense_bytes])
+    conn.send_status(|stat_sn, exp_cmd_sn, max_cmd_sn| response(stat_sn, exp_cmd_sn, max_cmd_sn, data_sn), &[sense_bytes])
 }
 
 /// Largest last Data-In piece copied so it can leave in one write with the SCSI Response.
