@@ -78,6 +78,7 @@ impl Daemon {
             .process_group(0)
             .spawn()
             .with_context(|| format!("starting `tessera {what}`"))?;
+        crate::children::register(child.id());
         let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout pipe"))?;
         let (tx, rx) = mpsc::channel();
         thread::spawn(move || {
@@ -100,6 +101,7 @@ impl Daemon {
                 let status = child.try_wait().ok().flatten();
                 let _ = child.kill();
                 let _ = child.wait();
+                crate::children::forget(child.id());
                 match status {
                     Some(s) => bail!("`tessera {what}` exited ({s}) before it was ready"),
                     None => bail!("`tessera {what}` was not ready within {READY_TIMEOUT:?}"),
@@ -119,6 +121,7 @@ impl Daemon {
     /// Leaves the daemon running after this handle (and this process) is gone; returns its pid.
     pub fn detach(self) -> u32 {
         let pid = self.child.id();
+        crate::children::forget(pid);
         std::mem::forget(self);
         pid
     }
@@ -130,12 +133,14 @@ impl Daemon {
 
     /// Kills the daemon without letting it clean up (a crash, for durability tests).
     pub fn kill(mut self) -> Result<()> {
+        crate::children::forget(self.child.id());
         self.child.kill()?;
         self.child.wait()?;
         Ok(())
     }
 
     fn terminate(&mut self) -> Result<()> {
+        crate::children::forget(self.child.id());
         if self.child.try_wait()?.is_some() {
             return Ok(());
         }

@@ -94,6 +94,12 @@ fn main() {
     if !matches!(cli.command, Command::Osd(_) | Command::Mds(_)) {
         restore_sigpipe();
     }
+    if matches!(cli.command, Command::Up(_) | Command::Demo(_) | Command::Bench(_)) {
+        // These start daemons: an interrupt must not leave them running.
+        if let Err(e) = tessera_cli::children::stop_all_on_signals() {
+            eprintln!("tessera: warning: {e:#}");
+        }
+    }
     let result = match cli.command {
         Command::Osd(args) => cmd_osd::run(args),
         Command::Mds(args) => cmd_mds::run(args),

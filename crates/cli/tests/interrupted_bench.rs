@@ -1,0 +1,68 @@
+//! Goal: interrupting a command that started daemons (Ctrl-C on `tessera bench`) stops them
+//! too. The daemons run in process groups of their own, so the terminal's SIGINT reaches only
+//! the bench, and a signal ends a process without its destructors (crates/cli/src/children.rs).
+//! Method: a real `tessera bench attr` (it starts a `tessera osd`), interrupted once its daemon
+//! is up; the daemon must be gone shortly after.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::tessera_exe;
+
+/// The pids of `parent`'s child processes.
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) {
+        for t in tasks.flatten() {
+            if let Ok(list) = std::fs::read_to_string(t.path().join("children")) {
+                out.extend(list.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+            }
+        }
+    }
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie still has a /proc entry; its state letter is Z.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn an_interrupted_bench_stops_the_daemons_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bench = Command::new(tessera_exe())
+        .args(["bench", "attr", "--json"])
+        .arg(dir.path().join("attr.json"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let daemons = loop {
+        let found: Vec<u32> = children_of(bench.id()).into_iter().filter(|&p| {
+            std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.contains("osd"))
+        }).collect();
+        if !found.is_empty() {
+            break found;
+        }
+        assert!(Instant::now() < deadline, "the bench started no daemon within 30 s");
+        assert!(bench.try_wait().unwrap().is_none(), "the bench ended before its daemon was seen");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Let the daemon come up and the bench get going.
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(bench.id() as libc::pid_t, libc::SIGINT) };
+    let status = bench.wait().unwrap();
+    assert!(!status.success(), "an interrupted bench does not report success");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while daemons.iter().any(|&p| alive(p)) {
+        assert!(Instant::now() < deadline, "daemons {daemons:?} still run 10 s after the bench was interrupted");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
