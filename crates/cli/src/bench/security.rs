@@ -13,6 +13,10 @@
 //! of their median command (which a few commands delayed by another tenant cannot move either).
 //! The security manager's side (keys, partition, object, credentials) is played with `OsdKeys`
 //! over the same initiator before measuring.
+//!
+//! A control: a second NOSEC daemon (`NOSEC control`) runs in every round beside the first, so
+//! each run also shows how far two identical daemons differ on this machine, the spread any
+//! method's figures must be read against (summary keys `nosec_control_*`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -53,9 +57,14 @@ pub struct SecurityArgs {
 /// One method's client and object.
 struct Subject {
     method: SecurityMethod,
+    /// The name in rows and plots: the method's, or `NOSEC control`.
+    label: &'static str,
     client: OsdClient<Session>,
     addr: ObjectAddr,
 }
+
+/// The label of the second NOSEC daemon.
+const CONTROL: &str = "NOSEC control";
 
 fn random_key() -> Result<Key> {
     use std::io::Read;
@@ -68,18 +77,28 @@ fn random_key() -> Result<Key> {
 /// every daemon carries the same load and only the method differs; establishes keys and makes
 /// one object on each.
 fn subjects(dir: &std::path::Path) -> Result<(Vec<Subject>, Vec<Daemon>)> {
-    let plain = Daemon::spawn(&["osd", "--data", dir.join("nosec").to_str().context("temp path")?, "--listen", "127.0.0.1:0"])?;
-    let nosec = connect(plain.field("addr")?, plain.field("target")?)?;
-    let pid = nosec.create_partition(None)?;
-    let oid = nosec.create_one(pid)?;
-    let mut subjects = vec![Subject { method: SecurityMethod::NoSec, client: nosec, addr: ObjectAddr::new(pid, oid) }];
-    let mut daemons = vec![plain];
+    let mut subjects = Vec::new();
+    let mut daemons = Vec::new();
+    for (name, label) in [("nosec", SecurityMethod::NoSec.name()), ("nosec-control", CONTROL)] {
+        let (subject, daemon) = plain_subject(dir, name, label)?;
+        subjects.push(subject);
+        daemons.push(daemon);
+    }
     for method in &METHODS[1..] {
         let (subject, daemon) = secured_subject(dir, *method)?;
         subjects.push(subject);
         daemons.push(daemon);
     }
     Ok((subjects, daemons))
+}
+
+/// A `tessera osd` without security, and a client with one object on it.
+fn plain_subject(dir: &std::path::Path, name: &str, label: &'static str) -> Result<(Subject, Daemon)> {
+    let daemon = Daemon::spawn(&["osd", "--data", dir.join(name).to_str().context("temp path")?, "--listen", "127.0.0.1:0"])?;
+    let client = connect(daemon.field("addr")?, daemon.field("target")?)?;
+    let pid = client.create_partition(None)?;
+    let oid = client.create_one(pid)?;
+    Ok((Subject { method: SecurityMethod::NoSec, label, client, addr: ObjectAddr::new(pid, oid) }, daemon))
 }
 
 /// A `tessera osd --security METHOD`, its keys established the way the security manager does,
@@ -110,7 +129,7 @@ fn secured_subject(dir: &std::path::Path, m: SecurityMethod) -> Result<(Subject,
     let credential = keys.credential(keys.object_capability(m, pid, oid, rw, expires, 0)?)?;
     let mut client = connect(&addr, &target)?;
     client.set_credentials(Some(Arc::new(credential)));
-    Ok((Subject { method: m, client, addr: ObjectAddr::new(pid, oid) }, daemon))
+    Ok((Subject { method: m, label: m.name(), client, addr: ObjectAddr::new(pid, oid) }, daemon))
 }
 
 /// The CMDRSP contiguous figures the goal is judged by, at one size and direction.
@@ -168,11 +187,12 @@ pub fn run(args: SecurityArgs, common: &CommonArgs) -> Result<()> {
     report.param("baseline", "NOSEC target in the same run");
     let mut series: Vec<Series> = Vec::new();
     let mut goal_rows = Vec::new();
+    let mut control_rows: Vec<GoalRow> = Vec::new();
     for strided in [false, true] {
         let pattern = if strided { "strided" } else { "contiguous" };
         for write in [true, false] {
             let direction = if write { "write" } else { "read" };
-            let mut points: Vec<Vec<(f64, f64)>> = vec![Vec::new(); METHODS.len()];
+            let mut points: Vec<Vec<(f64, f64)>> = vec![Vec::new(); subjects.len()];
             for &size in &sizes {
                 let data: Vec<u8> = (0..size).map(|i| (i * 131 + 7) as u8).collect();
                 for s in &subjects {
@@ -181,15 +201,15 @@ pub fn run(args: SecurityArgs, common: &CommonArgs) -> Result<()> {
                 let reps = (budget / size).clamp(4, 20_000);
                 let rounds = reps.min(ROUNDS);
                 let per_round = reps / rounds;
-                let mut totals = vec![Duration::ZERO; METHODS.len()];
-                let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); METHODS.len()];
+                let mut totals = vec![Duration::ZERO; subjects.len()];
+                let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); subjects.len()];
                 // Per-command time over NOSEC's in the same round, in us: of the round's means,
                 // and of its median command (which a command delayed by another tenant of the
                 // machine cannot move).
-                let mut extras: Vec<Vec<f64>> = vec![Vec::new(); METHODS.len()];
-                let mut median_extras: Vec<Vec<f64>> = vec![Vec::new(); METHODS.len()];
-                let mut osd_cpu = vec![Duration::ZERO; METHODS.len()];
-                let mut client_cpu = vec![Duration::ZERO; METHODS.len()];
+                let mut extras: Vec<Vec<f64>> = vec![Vec::new(); subjects.len()];
+                let mut median_extras: Vec<Vec<f64>> = vec![Vec::new(); subjects.len()];
+                let mut osd_cpu = vec![Duration::ZERO; subjects.len()];
+                let mut client_cpu = vec![Duration::ZERO; subjects.len()];
                 let mut latencies = Vec::with_capacity(per_round);
                 for _ in 0..rounds {
                     let mut this_round = Vec::new();
@@ -234,7 +254,7 @@ pub fn run(args: SecurityArgs, common: &CommonArgs) -> Result<()> {
                         "pattern": pattern,
                         "direction": direction,
                         "size_bytes": size,
-                        "method": s.method.name(),
+                        "method": s.label,
                         "transfers": reps,
                         "mib_s": mib_s,
                         "us_per_command": us_per_cmd,
@@ -246,14 +266,18 @@ pub fn run(args: SecurityArgs, common: &CommonArgs) -> Result<()> {
                         "osd_cpu_extra_us_per_command": osd_extra,
                         "client_cpu_extra_us_per_command": client_extra,
                     });
+                    let figures = GoalRow { size, write, ratio, extra_us, median_extra_us, osd_extra, client_extra };
                     if s.method == SecurityMethod::CmdRsp && !strided {
-                        goal_rows.push(GoalRow { size, write, ratio, extra_us, median_extra_us, osd_extra, client_extra });
+                        goal_rows.push(figures);
+                    }
+                    if s.label == CONTROL && !strided {
+                        control_rows.push(figures);
                     }
                     report.row(row);
                 }
             }
-            for (i, m) in METHODS.iter().enumerate() {
-                series.push(Series { name: format!("{pattern} {direction} {}", m.name()), points: std::mem::take(&mut points[i]) });
+            for (i, s) in subjects.iter().enumerate() {
+                series.push(Series { name: format!("{pattern} {direction} {}", s.label), points: std::mem::take(&mut points[i]) });
             }
         }
     }
@@ -292,6 +316,11 @@ pub fn run(args: SecurityArgs, common: &CommonArgs) -> Result<()> {
     report.summary("cmdrsp_read_osd_cpu_us_per_cmd_extra_4KiB", osd_extra(r4k));
     report.summary("cmdrsp_write_client_cpu_us_per_cmd_extra_4KiB", client_extra(w4k));
     report.summary("cmdrsp_read_client_cpu_us_per_cmd_extra_4KiB", client_extra(r4k));
+    let control = |size: usize, write: bool| control_rows.iter().find(|r| r.size == size && r.write == write).copied();
+    report.summary("nosec_control_write_throughput_cost_1MiB", cost(control(MIB, true)));
+    report.summary("nosec_control_read_throughput_cost_1MiB", cost(control(MIB, false)));
+    report.summary("nosec_control_write_extra_us_median_command_4KiB", median_extra(control(4 * KIB, true)));
+    report.summary("nosec_control_read_extra_us_median_command_4KiB", median_extra(control(4 * KIB, false)));
     report.summary("goal_1MiB_cost_at_most_5pct", cost(w1m) <= 0.05 && cost(r1m) <= 0.05);
     report.summary("goal_at_most_5us_per_command", extra(w4k) <= 5.0 && extra(r4k) <= 5.0);
     report.print_summary();
