@@ -12,7 +12,9 @@
 //      2: splice file -> pipe once per piece, pipe -> socket per 1 MiB;
 //      3: writev of the pieces from the mapping (the socket copies them);
 //      4: sendfile once per piece under TCP_CORK.
-// The file is /work/tmp-ncr/obj (same file system as the OSD's objects), written with pwrite.
+// The file is /work/tmp-ncr/obj (same file system as the OSD's objects), written with pwrite
+// in one call (ext4 then caches it in 2 MiB folios here), or WRITE_CHUNK bytes at a time when
+// that variable is set (WRITE_CHUNK=4096: one page per folio).
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -114,7 +116,10 @@ int main(int argc, char **argv) {
   struct stat; if (ftruncate(file_fd, span)) die("trunc");
   map = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_SHARED, file_fd, 0);
   if (map == MAP_FAILED) die("mmap");
-  { char *w = malloc(span); memset(w, 1, span); if (pwrite(file_fd, w, span, 0) != (ssize_t)span) die("pwrite"); free(w); }
+  { char *w = malloc(span); memset(w, 1, span);
+    size_t chunk = getenv("WRITE_CHUNK") ? atol(getenv("WRITE_CHUNK")) : span;
+    for (size_t at = 0; at < span; at += chunk) { size_t n = span - at < chunk ? span - at : chunk; if (pwrite(file_fd, w, n, at) != (ssize_t)n) die("pwrite"); }
+    free(w); }
   int ls = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
   socklen_t al = sizeof a;
