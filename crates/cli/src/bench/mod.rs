@@ -3,9 +3,9 @@
 
 mod attr;
 mod baseline;
-mod cpu;
+pub mod cpu;
 mod io;
-mod noncontig;
+pub mod noncontig;
 mod meta;
 pub mod report;
 mod security;

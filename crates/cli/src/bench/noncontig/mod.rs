@@ -15,7 +15,7 @@
 mod fig10;
 mod memory;
 mod model;
-mod pattern;
+pub mod pattern;
 mod small_pieces;
 mod store;
 mod subarray;
