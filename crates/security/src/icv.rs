@@ -12,9 +12,10 @@
 //! The response ICV binds the answer to the request through the request ICV, which covers the
 //! nonce. The labels keep a value computed for one purpose from being valid for another.
 //! [`CapabilityKey`] keeps the keyed HMAC state (the key's inner and outer pads already hashed)
-//! so each value costs only the blocks of its own input. HMAC-SHA256 is `ring`'s: its assembly
-//! SHA-256 (AVX2 / SHA extensions where the CPU has them) is what bounds the cost of every
-//! secured command, and measured faster here than the portable implementation.
+//! so each value costs only the blocks of its own input. HMAC-SHA256 is `ring`'s, and only this
+//! module calls it: its assembly SHA-256 (SHA extensions where the CPU has them, else AVX)
+//! bounds the cost of every secured command. OpenSSL's and RustCrypto's were measured against
+//! it on a CPU without SHA extensions and not kept (tools/hmac-compare; docs/benchmarks.md).
 
 use ring::hmac;
 use tessera_osd_proto::cdb::{CDB_LEN, REQUEST_ICV, REQUEST_ICV_LEN};
@@ -145,12 +146,53 @@ impl CapabilityKey {
 mod tests {
     use super::*;
 
-    /// Goal: the HMAC is the standard one. Method: RFC 4231 test case 2.
+    fn hex(mac: &[u8; 32]) -> String {
+        mac.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Goal: the HMAC is the standard one, for short keys, keys longer than a block, and data
+    /// longer than a block. Method: RFC 4231 test cases 1-4, 6 and 7 (5 truncates its output).
     #[test]
     fn hmac_matches_rfc_4231() {
-        let mac = hmac_sha256(b"Jefe", &[b"what do ya want ", b"for nothing?"]);
-        let hex: String = mac.iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+        let key_25: Vec<u8> = (1..=25).collect();
+        let cases: [(&[u8], &[u8], &str); 6] = [
+            (&[0x0b; 20], b"Hi There", "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"),
+            (b"Jefe", b"what do ya want for nothing?", "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
+            (&[0xaa; 20], &[0xdd; 50], "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"),
+            (&key_25, &[0xcd; 50], "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"),
+            (&[0xaa; 131], b"Test Using Larger Than Block-Size Key - Hash Key First", "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"),
+            (
+                &[0xaa; 131],
+                b"This is a test using a larger than block-size key and a larger than block-size data. The key needs to be hashed before being used by the HMAC algorithm.",
+                "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2",
+            ),
+        ];
+        for (n, (key, data, expected)) in cases.iter().enumerate() {
+            assert_eq!(hex(&hmac_sha256(key, &[data])), *expected, "RFC 4231 case {}", if n < 4 { n + 1 } else { n + 2 });
+            // The same split anywhere into parts.
+            let (a, b) = data.split_at(data.len() / 3);
+            assert_eq!(hex(&hmac_sha256(key, &[a, &[], b])), *expected);
+        }
+    }
+
+    /// Goal: a capability key's kept state (the pads hashed once) gives the plain HMAC of the
+    /// label and input under that key. Method: each value against `hmac_sha256` over what the
+    /// module table says it covers.
+    #[test]
+    fn keyed_values_are_the_plain_hmac_of_their_input() {
+        let k = Key([0x3c; 32]);
+        let key = CapabilityKey::new(&k);
+        let data: Vec<u8> = (0..300u32).map(|i| (i * 7) as u8).collect();
+        assert_eq!(key.data_in_icv(&data), hmac_sha256(k.bytes(), &[DATA_IN_LABEL, &data]));
+        assert_eq!(key.data_out_icv(&[&data[..100], &data[100..]]), hmac_sha256(k.bytes(), &[DATA_OUT_LABEL, &data]));
+        let mut cdb = [0u8; CDB_LEN];
+        cdb.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+        let mut zeroed = cdb;
+        zeroed[REQUEST_ICV..REQUEST_ICV + REQUEST_ICV_LEN].fill(0);
+        assert_eq!(key.request_icv(&cdb), hmac_sha256(k.bytes(), &[&zeroed]));
+        let request_icv = [9u8; ICV_SIZE];
+        let expected = hmac_sha256(k.bytes(), &[RESPONSE_LABEL, &request_icv, &[2, 5, 0x24, 0], &data[..20]]);
+        assert_eq!(key.response_icv(&request_icv, 2, [5, 0x24, 0], &data[..20]), expected);
     }
 
     /// Goal: the request ICV ignores what the ICV field holds and nothing else. Method: change
