@@ -369,6 +369,30 @@ mod tests {
     }
 
     #[test]
+    fn groups_in_a_preallocated_wal_survive_a_crash() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("mds.db");
+        let store = Store::new(db::open(&path, 0).unwrap(), 0, Timespec::default()).unwrap();
+        let wal = db::open_wal(&path).unwrap();
+        db::preallocate_wal(&wal).unwrap();
+        let gc = GroupCommit::new(store, wal);
+        for name in ["a", "b", "c"] {
+            gc.write(mkdir_step(name)).unwrap();
+        }
+        // A crash image: the files as they stand with the store still open (nothing was
+        // checkpointed: the groups are only in the WAL, followed by the preallocated zeros).
+        let image = tempfile::tempdir().unwrap();
+        for file in ["mds.db", "mds.db-wal"] {
+            std::fs::copy(tmp.path().join(file), image.path().join(file)).unwrap();
+        }
+        let wal_len = std::fs::metadata(image.path().join("mds.db-wal")).unwrap().len();
+        assert!(wal_len >= db::WAL_PREALLOCATED, "{wal_len}");
+        drop(gc);
+        let recovered = open(image.path());
+        assert_eq!(names(&recovered), vec!["a".to_string(), "b".to_string(), "c".to_string()]);
+    }
+
+    #[test]
     fn a_failing_step_rolls_back_alone() {
         let tmp = tempfile::tempdir().unwrap();
         let gc = open(tmp.path());

@@ -186,6 +186,32 @@ pub fn open_wal(path: &Path) -> Result<std::fs::File, DbError> {
     std::fs::OpenOptions::new().read(true).write(true).open(&wal).map_err(|source| DbError::Wal { path: wal.into(), source })
 }
 
+/// The length the WAL is extended to, with zeros, when the server opens its store. Group
+/// commit flushes the WAL after every group; a flush of blocks written before changes no
+/// file-system metadata, while a WAL growing into new blocks makes each flush commit the
+/// file system's journal too (block allocation and file size). SQLite reuses the WAL from its
+/// start after each complete checkpoint, so once it has reached the length it needs between
+/// checkpoints it stops growing; this lets a freshly started server begin there.
+pub const WAL_PREALLOCATED: u64 = 8 << 20;
+
+/// Appends zeros to `wal` up to [`WAL_PREALLOCATED`] and makes them durable. Only bytes after
+/// the WAL's end are written: SQLite's recovery reads frames in order and stops at the first
+/// whose checksum fails, which a zeroed frame does.
+pub fn preallocate_wal(wal: &std::fs::File) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut at = wal.metadata()?.len();
+    if at >= WAL_PREALLOCATED {
+        return Ok(());
+    }
+    let zeros = vec![0u8; 1 << 20];
+    while at < WAL_PREALLOCATED {
+        let n = zeros.len().min((WAL_PREALLOCATED - at) as usize);
+        wal.write_all_at(&zeros[..n], at)?;
+        at += n as u64;
+    }
+    wal.sync_all()
+}
+
 /// A second connection to an opened store, for reads only: in WAL mode it reads the last
 /// committed state while the writer commits, so a lookup never waits behind an fsync.
 pub fn open_reader(path: &Path) -> Result<Connection, DbError> {

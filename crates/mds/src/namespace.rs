@@ -30,8 +30,9 @@ impl Namespace {
         let conn = db::open(path, server)?;
         let store = Store::new(conn, server, now).map_err(NamespaceError::Store)?;
         let wal = db::open_wal(path)?;
-        // What opening wrote (schema, root) is durable before anything is answered.
-        wal.sync_data().map_err(|source| DbError::Wal { path: path.to_path_buf(), source })?;
+        // What opening wrote (schema, root) is durable before anything is answered; the
+        // preallocation's sync makes it so.
+        db::preallocate_wal(&wal).map_err(|source| DbError::Wal { path: path.to_path_buf(), source })?;
         let writer = Arc::new(GroupCommit::new(store, wal));
         let checkpointer = Checkpointer::start(path, writer.clone())?;
         Ok(Namespace { writer, _checkpointer: checkpointer, path: path.to_path_buf(), server, readers: Mutex::new(Vec::new()) })
