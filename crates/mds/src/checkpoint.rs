@@ -7,6 +7,7 @@
 //! completes. A complete checkpoint lets the next transaction restart the WAL from its start,
 //! so the WAL stays the same few megabytes and a flush (fdatasync) only overwrites blocks it
 //! already has: appending would also make the file system commit its journal, on every flush.
+//! The server starts the WAL at that length already, in zeros ([`db::preallocate_wal`]).
 //! SQLite syncs the WAL before and the database after each checkpoint.
 
 use std::path::Path;
