@@ -194,14 +194,15 @@ pub fn open_wal(path: &Path) -> Result<std::fs::File, DbError> {
 /// checkpoints it stops growing; this lets a freshly started server begin there.
 pub const WAL_PREALLOCATED: u64 = 8 << 20;
 
-/// Appends zeros to `wal` up to [`WAL_PREALLOCATED`] and makes them durable. Only bytes after
-/// the WAL's end are written: SQLite's recovery reads frames in order and stops at the first
-/// whose checksum fails, which a zeroed frame does.
+/// Appends zeros to `wal` up to [`WAL_PREALLOCATED`], then syncs the WAL (always, so what it
+/// held before is durable too). Only bytes after the WAL's end are written: SQLite's recovery
+/// reads frames in order and stops at the first whose checksum fails, which a zeroed frame
+/// does.
 pub fn preallocate_wal(wal: &std::fs::File) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
     let mut at = wal.metadata()?.len();
     if at >= WAL_PREALLOCATED {
-        return Ok(());
+        return wal.sync_data();
     }
     let zeros = vec![0u8; 1 << 20];
     while at < WAL_PREALLOCATED {
