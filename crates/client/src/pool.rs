@@ -5,18 +5,22 @@
 //! sessions per OSD let the pipelined chunks of one large transfer, and concurrent callers,
 //! execute on the target in parallel. Callers take sessions round robin.
 //!
+//! Each slot keeps one ISID for the pool's life, so every login of a slot after the first is a
+//! session reinstatement (RFC 7143 §6.3.5): the target closes the slot's old session, if it
+//! still holds it, and answers the login only once that session's commands have ended.
+//!
 //! A session that fails at the transport level (connection reset, target restarted) is
-//! discarded; the next caller logs in again. A session idle for a while is looked at before it
-//! is lent (a peek at its socket that never blocks): one whose target went away meanwhile, e.g.
-//! an OSD restarted while this client was quiet, is replaced instead of failing the next
-//! command. A striped READ or WRITE whose session dies under it is sent once more on a session
-//! looked at the same way ([`OsdPool::lease_again`], `striped_io.rs`).
+//! discarded; the next caller of its slot logs in again. A session idle for a while is looked at
+//! before it is lent (a peek at its socket that never blocks): one whose target went away
+//! meanwhile, e.g. an OSD restarted while this client was quiet, is replaced instead of failing
+//! the next command. A striped READ or WRITE whose session dies under it is sent once more on
+//! the same slot, logged in again ([`OsdPool::reinstate`], `striped_io.rs`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tessera_initiator::iscsi::{Session, SessionConfig};
+use tessera_initiator::iscsi::{next_isid, Session, SessionConfig};
 use tessera_initiator::osd_client::{OsdClient, OsdError};
 use tessera_types::ObjectAddr;
 
@@ -39,11 +43,17 @@ struct Pooled {
     lent_at: Instant,
 }
 
+/// One place for a session to an OSD, and the initiator port its logins use.
+struct Slot {
+    isid: [u8; 6],
+    session: Mutex<Option<Pooled>>,
+}
+
 struct Osd {
     entry: OsdEntry,
     /// Credentials of this OSD's objects that open files hold; every session signs with them.
     book: Arc<CredentialBook>,
-    sessions: Vec<Mutex<Option<Pooled>>>,
+    slots: Vec<Slot>,
     next: AtomicUsize,
 }
 
@@ -71,7 +81,7 @@ impl OsdPool {
             .map(|entry| Osd {
                 entry: entry.clone(),
                 book: Arc::new(CredentialBook::default()),
-                sessions: (0..config.sessions_per_osd).map(|_| Mutex::new(None)).collect(),
+                slots: (0..config.sessions_per_osd).map(|_| Slot { isid: next_isid(), session: Mutex::new(None) }).collect(),
                 next: AtomicUsize::new(0),
             })
             .collect();
@@ -104,32 +114,49 @@ impl OsdPool {
     /// The next session of OSD `osd_index` in round-robin order, logging in if needed.
     /// `object_id` is the object the caller is about to address, named if login fails.
     pub fn lease(&self, osd_index: u32, object_id: u64, path: &str) -> Result<Lease, ClientError> {
-        self.lease_checked(osd_index, object_id, path, IDLE_CHECK_AFTER)
+        self.lease_checked(osd_index, object_id, path)
     }
 
-    /// A session for resending a command whose session died: every pooled session is looked
-    /// at before it is lent, however recently it was used, since a target that dropped one
-    /// connection (it restarted, say) has usually dropped the others too.
-    pub fn lease_again(&self, osd_index: u32, object_id: u64, path: &str) -> Result<Lease, ClientError> {
-        self.lease_checked(osd_index, object_id, path, Duration::ZERO)
+    /// A session for resending the command that `failed` lost: the same slot, logged in again
+    /// unless another caller already did so after the failure. Either way the slot's new
+    /// session reinstated the dead one, so none of the dead session's commands can still run
+    /// on the target when the resend arrives (a WRITE queued there would otherwise land after
+    /// it).
+    pub fn reinstate(&self, failed: &Lease, object_id: u64, path: &str) -> Result<Lease, ClientError> {
+        let osd = self.osd(failed.osd_index, path)?;
+        let slot = &osd.slots[failed.slot];
+        let mut guard = slot.session.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(pooled) = guard.as_mut().filter(|p| !Arc::ptr_eq(&p.conn, &failed.conn)) {
+            pooled.lent_at = Instant::now();
+            return Ok(Lease { conn: pooled.conn.clone(), osd_index: failed.osd_index, slot: failed.slot });
+        }
+        *guard = None;
+        self.log_in(&mut guard, osd, failed.osd_index, failed.slot, object_id)
     }
 
-    /// Lends the next session, replacing it if it was idle for `check_after` and its peer is gone.
-    fn lease_checked(&self, osd_index: u32, object_id: u64, path: &str, check_after: Duration) -> Result<Lease, ClientError> {
+    /// Lends the next session, replacing it if it was idle for `IDLE_CHECK_AFTER` and its peer
+    /// is gone.
+    fn lease_checked(&self, osd_index: u32, object_id: u64, path: &str) -> Result<Lease, ClientError> {
         let osd = self.osd(osd_index, path)?;
-        let slot = osd.next.fetch_add(1, Ordering::Relaxed) % osd.sessions.len();
-        let mut guard = osd.sessions[slot].lock().unwrap_or_else(|p| p.into_inner());
+        let index = osd.next.fetch_add(1, Ordering::Relaxed) % osd.slots.len();
+        let mut guard = osd.slots[index].session.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(pooled) = guard.as_mut() {
             let now = Instant::now();
-            let idle = now.duration_since(pooled.lent_at) >= check_after;
+            let idle = now.duration_since(pooled.lent_at) >= IDLE_CHECK_AFTER;
             if !(idle && pooled.conn.transport().peer_gone()) {
                 pooled.lent_at = now;
-                return Ok(Lease { conn: pooled.conn.clone(), osd_index, slot });
+                return Ok(Lease { conn: pooled.conn.clone(), osd_index, slot: index });
             }
             tracing::debug!(osd_index, addr = %osd.entry.addr, "idle OSD session was closed by the target; logging in again");
             *guard = None;
         }
-        let config = self.logins[osd_index as usize].clone();
+        self.log_in(&mut guard, osd, osd_index, index, object_id)
+    }
+
+    /// Logs slot `index` of `osd` in with its ISID and keeps the session in `guard`.
+    fn log_in(&self, guard: &mut Option<Pooled>, osd: &Osd, osd_index: u32, index: usize, object_id: u64) -> Result<Lease, ClientError> {
+        let mut config = self.logins[osd_index as usize].clone();
+        config.isid = osd.slots[index].isid;
         let session = Session::login(osd.entry.addr.as_str(), config).map_err(|e| ClientError::Osd {
             osd_index,
             addr: osd.entry.addr.clone(),
@@ -138,7 +165,7 @@ impl OsdPool {
         })?;
         let conn = Arc::new(OsdClient::with_credentials(session, osd.entry.lun, osd.book.clone()));
         *guard = Some(Pooled { conn: conn.clone(), lent_at: Instant::now() });
-        Ok(Lease { conn, osd_index, slot })
+        Ok(Lease { conn, osd_index, slot: index })
     }
 
     /// Turns a failed command into a [`ClientError::Osd`]; a transport failure also retires
@@ -154,7 +181,7 @@ impl OsdPool {
     /// Drops the session `lease` used from the pool, unless another thread replaced it already.
     pub fn retire(&self, lease: &Lease) {
         let osd = &self.osds[lease.osd_index as usize];
-        let mut guard = osd.sessions[lease.slot].lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = osd.slots[lease.slot].session.lock().unwrap_or_else(|p| p.into_inner());
         if guard.as_ref().is_some_and(|p| Arc::ptr_eq(&p.conn, &lease.conn)) {
             *guard = None;
         }

@@ -15,12 +15,12 @@
 //! receive buffer, no copy afterwards.
 //!
 //! A command whose session dies under it (the connection reset, the OSD restarted) is sent
-//! once more on a session the pool has looked at ([`OsdPool::lease_again`]). Sending a READ or
-//! WRITE twice is safe: a READ fills the same memory again, a WRITE puts the same bytes at the
-//! same offsets, so the object ends the same whether or not the first one executed. As with NFS
-//! retransmissions, one race is left: the target still runs the commands a lost connection had
-//! queued, so a first WRITE delayed past the whole new login and the resend could land after a
-//! later overlapping WRITE of the same client.
+//! once more on its pool slot logged in again ([`OsdPool::reinstate`]). Sending a READ or WRITE
+//! twice is safe: a READ fills the same memory again, a WRITE puts the same bytes at the same
+//! offsets, so the object ends the same whether or not the first one executed. The new login
+//! reinstates the dead session (same ISID), and the target answers it only once the dead
+//! session's commands have ended, so no first copy of a WRITE can land after the resend or
+//! after a later overlapping WRITE.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -248,8 +248,7 @@ impl StripedFile<'_> {
             Ok(()) => Ok(lease),
             Err(OsdError::Transport(e)) => {
                 tracing::debug!(osd = slot.osd, object = slot.object_id, error = %e, "OSD session lost under a command; sending it again");
-                self.pool.retire(&lease);
-                let again = self.pool.lease_again(slot.osd, slot.object_id, self.path)?;
+                let again = self.pool.reinstate(&lease, slot.object_id, self.path)?;
                 match op(&again, slot.addr, job) {
                     Ok(()) => Ok(again),
                     Err(e) => Err(self.pool.fail(&again, slot.object_id, e)),

@@ -3,6 +3,9 @@
 //! target to see what a connection lost mid-transfer or a byte altered on the wire does to
 //! both ends; everything else is forwarded unchanged.
 //!
+//! A stall cuts only the client's side and leaves the daemon's connection open and silent, as a
+//! network partition does to a daemon that has not noticed the client is gone.
+//!
 //! The fault applies to the relay's first connection. Bytes are counted from the moment
 //! [`Relay::arm`] is called, so a test can log in and set up through that connection first.
 //! Later connections (a client that logs in again after the fault) are forwarded clean.
@@ -10,7 +13,8 @@
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// What happens to the faulted direction once armed.
 #[derive(Clone, Copy, Debug)]
@@ -19,6 +23,10 @@ pub enum Fault {
     CutAfter(u64),
     /// Flip the lowest bit of the byte at this position; forward everything.
     FlipAt(u64),
+    /// Forward this many bytes, then close the client's connection only: the daemon's stays
+    /// open, nothing more passes either way, and the relay holds it until the daemon closes it
+    /// ([`Relay::held_closed_by_daemon`]) or the relay is dropped.
+    StallAfter(u64),
 }
 
 /// Which direction the fault applies to.
@@ -34,6 +42,8 @@ pub enum Direction {
 pub struct Relay {
     pub addr: SocketAddr,
     armed: Arc<AtomicBool>,
+    /// The daemon's side of a stalled connection.
+    held: Arc<Mutex<Option<TcpStream>>>,
 }
 
 impl Relay {
@@ -43,21 +53,45 @@ impl Relay {
         let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback port for the relay");
         let addr = listener.local_addr().expect("the relay's address");
         let armed = Arc::new(AtomicBool::new(false));
-        let flag = armed.clone();
+        let held = Arc::new(Mutex::new(None));
+        let (flag, hold) = (armed.clone(), held.clone());
         std::thread::spawn(move || {
             for (n, client) in listener.incoming().enumerate() {
                 let (Ok(client), Ok(server)) = (client, TcpStream::connect(target)) else { continue };
-                let flag = flag.clone();
+                let (flag, hold) = (flag.clone(), hold.clone());
                 std::thread::spawn(move || {
                     if n == 0 {
-                        relay_with_fault(client, server, direction, fault, &flag);
+                        relay_with_fault(client, server, direction, fault, &flag, &hold);
                     } else {
                         relay_clean(client, server);
                     }
                 });
             }
         });
-        Relay { addr, armed }
+        Relay { addr, armed, held }
+    }
+
+    /// After a [`Fault::StallAfter`]: whether the daemon closed the connection the relay holds
+    /// open, waiting up to `wait` (bytes the daemon sends meanwhile are read and dropped).
+    /// `false` also when nothing is held (the stall has not happened).
+    pub fn held_closed_by_daemon(&self, wait: Duration) -> bool {
+        let deadline = Instant::now() + wait;
+        let Some(mut held) = self.held.lock().expect("held lock").as_ref().and_then(|s| s.try_clone().ok()) else {
+            return false;
+        };
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || held.set_read_timeout(Some(left)).is_err() {
+                return false;
+            }
+            match held.read(&mut buf) {
+                Ok(0) => return true,
+                Ok(_) => continue,
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => return false,
+                Err(_) => return true,
+            }
+        }
     }
 
     /// Starts counting bytes toward the fault.
@@ -66,30 +100,38 @@ impl Relay {
     }
 }
 
-fn relay_with_fault(client: TcpStream, server: TcpStream, direction: Direction, fault: Fault, armed: &AtomicBool) {
+fn relay_with_fault(client: TcpStream, server: TcpStream, direction: Direction, fault: Fault, armed: &AtomicBool, held: &Mutex<Option<TcpStream>>) {
+    if let (Fault::StallAfter(_), Ok(keep)) = (fault, server.try_clone()) {
+        // Kept open past the stall: the forwarding threads' clones close with them.
+        *held.lock().expect("held lock") = Some(keep);
+    }
     let (clean, faulted) = match direction {
         Direction::FromTarget => ((client.try_clone(), server.try_clone()), (server, client)),
         Direction::ToTarget => ((server.try_clone(), client.try_clone()), (client, server)),
     };
+    // A stall must not pass the client's end of stream on to the daemon.
+    let pass_close = !matches!(fault, Fault::StallAfter(_));
     if let (Ok(from), Ok(to)) = clean {
-        std::thread::spawn(move || copy_until_closed(from, to));
+        std::thread::spawn(move || copy_until_closed(from, to, pass_close));
     }
-    forward_with_fault(faulted.0, faulted.1, fault, armed);
+    forward_with_fault(faulted.0, faulted.1, direction, fault, armed);
 }
 
 fn relay_clean(client: TcpStream, server: TcpStream) {
     if let (Ok(from), Ok(to)) = (server.try_clone(), client.try_clone()) {
-        std::thread::spawn(move || copy_until_closed(from, to));
+        std::thread::spawn(move || copy_until_closed(from, to, true));
     }
-    copy_until_closed(client, server);
+    copy_until_closed(client, server, true);
 }
 
-fn copy_until_closed(mut from: TcpStream, mut to: TcpStream) {
+fn copy_until_closed(mut from: TcpStream, mut to: TcpStream, pass_close: bool) {
     let _ = std::io::copy(&mut from, &mut to);
-    let _ = to.shutdown(Shutdown::Write);
+    if pass_close {
+        let _ = to.shutdown(Shutdown::Write);
+    }
 }
 
-fn forward_with_fault(mut from: TcpStream, mut to: TcpStream, fault: Fault, armed: &AtomicBool) {
+fn forward_with_fault(mut from: TcpStream, mut to: TcpStream, direction: Direction, fault: Fault, armed: &AtomicBool) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut seen = 0u64;
     loop {
@@ -103,6 +145,12 @@ fn forward_with_fault(mut from: TcpStream, mut to: TcpStream, fault: Fault, arme
                 Fault::CutAfter(limit) if seen + n as u64 >= limit => {
                     let _ = to.write_all(&chunk[..(limit - seen) as usize]);
                     break;
+                }
+                Fault::StallAfter(limit) if seen + n as u64 >= limit => {
+                    let _ = to.write_all(&chunk[..(limit - seen) as usize]);
+                    let client = if direction == Direction::ToTarget { &from } else { &to };
+                    let _ = client.shutdown(Shutdown::Both);
+                    return;
                 }
                 Fault::FlipAt(at) if (seen..seen + n as u64).contains(&at) => chunk[(at - seen) as usize] ^= 0x01,
                 _ => {}
@@ -184,6 +232,34 @@ mod tests {
         let again = receive_all(relay.addr);
         assert_eq!(again.len(), 30_000, "the second is not");
         assert!(again.iter().enumerate().all(|(i, b)| *b == i as u8));
+    }
+
+    #[test]
+    fn a_stall_closes_the_client_and_holds_the_daemon_connection_open() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let target = listener.local_addr().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut got = vec![0u8; 3_000];
+            s.read_exact(&mut got).unwrap();
+            tx.send(got).unwrap();
+            // Still open: nothing more arrives, and no end of stream, for a while.
+            s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+            let mut more = [0u8; 16];
+            let quiet = matches!(s.read(&mut more), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut);
+            tx.send(vec![quiet as u8]).unwrap();
+            drop(s);
+        });
+        let relay = Relay::start(target, Direction::ToTarget, Fault::StallAfter(3_000));
+        relay.arm();
+        let mut client = TcpStream::connect(relay.addr).unwrap();
+        let _ = client.write_all(&vec![9u8; 20_000]);
+        let mut rest = Vec::new();
+        assert_eq!(client.read_to_end(&mut rest).map(|_| rest.len()).unwrap_or(0), 0, "the client's side is closed");
+        assert_eq!(rx.recv().unwrap(), vec![9u8; 3_000]);
+        assert_eq!(rx.recv().unwrap(), vec![1], "the daemon's connection stayed open and silent");
+        assert!(relay.held_closed_by_daemon(Duration::from_secs(5)), "then the daemon closed it, and the relay saw that");
     }
 
     #[test]

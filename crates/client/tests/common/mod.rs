@@ -107,6 +107,11 @@ impl TestCluster {
         Client::connect(&self.config).unwrap()
     }
 
+    /// OSD `i`'s iSCSI server, for its counters.
+    pub fn osd_handle(&self, i: usize) -> &ServerHandle {
+        &self.osds[i]
+    }
+
     /// A session to OSD `i` signing with the security manager's own credentials (what an
     /// administrator's tool would hold), for tests that read an OSD's counters.
     pub fn admin_session(&self, i: usize) -> OsdClient<Session> {

@@ -19,7 +19,8 @@ pub use raw::{RawConnection, RawReply};
 pub use reconnecting::ReconnectingSession;
 pub use session::Session;
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use tessera_iscsi::login::{DigestKind, Offer};
 use tessera_types::limits::{BURST_LEN_MAX, DATA_SEGMENT_LEN_MAX};
@@ -87,17 +88,29 @@ impl SessionConfig {
     }
 }
 
-/// An ISID of the "random" format (RFC 7143 §11.12.5: type 10b in the top bits), made from the
-/// process id and a counter so that sessions of one process never share one.
-fn next_isid() -> [u8; 6] {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
+/// A fresh ISID of the "random" format (RFC 7143 §11.12.5: type 10b in the top two bits, A
+/// reserved, B and C random, D a qualifier). B and C start from 24 random bits drawn once per
+/// process and D counts this process's sessions (carrying into C and B), so no two sessions of
+/// one process share an ISID and two processes, on one host or many, almost never do. That
+/// matters because a login that reuses a live session's ISID reinstates it: the target closes
+/// the old session (docs/architecture.md, "Lost connections").
+pub fn next_isid() -> [u8; 6] {
+    static BASE: OnceLock<u32> = OnceLock::new();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let base = *BASE.get_or_init(|| {
+        let mut b = [0u8; 4];
+        // Without randomness the process id still separates this host's processes.
+        if getrandom::fill(&mut b).is_err() {
+            b = std::process::id().to_be_bytes();
+        }
+        u32::from_be_bytes(b) & 0x00FF_FFFF
+    });
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let pid = std::process::id();
+    let high = (base as u64 + (n >> 16)) & 0x00FF_FFFF;
     let mut isid = [0u8; 6];
     isid[0] = 0x80;
-    isid[1] = (pid >> 8) as u8;
-    isid[2] = pid as u8;
-    isid[3..6].copy_from_slice(&n.to_be_bytes()[1..]);
+    isid[1..4].copy_from_slice(&(high as u32).to_be_bytes()[1..]);
+    isid[4..6].copy_from_slice(&(n as u16).to_be_bytes());
     isid
 }
 
@@ -107,4 +120,17 @@ pub struct DiscoveredTarget {
     pub name: String,
     /// `address:port,portal-group-tag` entries.
     pub addresses: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_isid;
+
+    #[test]
+    fn isids_are_random_format_and_distinct_across_the_qualifier_carry() {
+        let many: Vec<[u8; 6]> = (0..70_000).map(|_| next_isid()).collect();
+        assert!(many.iter().all(|i| i[0] == 0x80), "type 10b (random), A reserved");
+        let distinct: std::collections::HashSet<_> = many.iter().collect();
+        assert_eq!(distinct.len(), many.len(), "no two sessions of a process share an ISID, past 65,536 of them too");
+    }
 }

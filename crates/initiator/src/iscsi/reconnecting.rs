@@ -1,5 +1,6 @@
 //! [`ReconnectingSession`]: a session that logs in on first use and again after the connection
-//! fails, retrying the failed command once on the new session.
+//! fails, with the same ISID (a reinstatement), retrying the failed command once on the new
+//! session.
 //!
 //! Only for callers whose commands are idempotent (the metadata server's CREATE of given ids,
 //! REMOVE, attribute reads and sets): a command whose connection broke may or may not have
@@ -12,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use tessera_scsi::{ScsiRequest, ScsiResponse, ScsiTransport, TransportError};
 use tracing::warn;
 
-use super::{next_isid, Session, SessionConfig};
+use super::{Session, SessionConfig};
 
 pub struct ReconnectingSession {
     addr: String,
@@ -31,11 +32,10 @@ impl ReconnectingSession {
         if let Some(s) = guard.as_ref() {
             return Ok(s.clone());
         }
-        let mut config = self.config.clone();
-        // A fresh ISID: the old session is gone, and this is a new one, not a reinstatement.
-        config.isid = next_isid();
+        // The same ISID every time: a login after a failure reinstates the failed session, so
+        // the target has ended its commands before the retry can run.
         let addrs: Vec<_> = self.addr.to_socket_addrs().map_err(|e| TransportError::Io { peer: self.addr.clone(), source: e })?.collect();
-        let session = Arc::new(Session::login(&addrs[..], config)?);
+        let session = Arc::new(Session::login(&addrs[..], self.config.clone())?);
         *guard = Some(session.clone());
         Ok(session)
     }

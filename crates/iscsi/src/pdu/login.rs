@@ -49,6 +49,7 @@ pub mod login_status {
     pub const SESSION_DOES_NOT_EXIST: (u8, u8) = (0x02, 0x0A);
     pub const INVALID_DURING_LOGIN: (u8, u8) = (0x02, 0x0B);
     pub const TARGET_ERROR: (u8, u8) = (0x03, 0x00);
+    pub const SERVICE_UNAVAILABLE: (u8, u8) = (0x03, 0x01);
     pub const OUT_OF_RESOURCES: (u8, u8) = (0x03, 0x02);
 }
 

@@ -232,7 +232,7 @@ pub(crate) fn run_connection(server: &Arc<ServerShared>, stream: TcpStream) {
             return;
         }
     };
-    let LoginOutcome { params, nexus, stat_sn, exp_cmd_sn } = outcome;
+    let LoginOutcome { params, nexus, stat_sn, exp_cmd_sn, claim } = outcome;
     info!(%peer, initiator = %params.initiator_name, session = nexus.session_id,
           kind = params.session_type.as_str(), "login complete");
     reader.digests.header = params.header_digest;
@@ -265,10 +265,16 @@ pub(crate) fn run_connection(server: &Arc<ServerShared>, stream: TcpStream) {
         .spawn(move || executor::run(&exec_conn));
     match exec {
         Ok(exec) => {
-            reader::run(&conn, &mut reader);
+            let logged_out = reader::run(&conn, &mut reader);
             {
                 let mut q = conn.queue();
                 q.closed = true;
+                if !logged_out {
+                    // The connection is lost, and with it the session (ErrorRecoveryLevel 0):
+                    // no one will hear these answers, and the initiator may be about to
+                    // resend them on a new session, so queued commands are dropped unrun.
+                    q.work.clear();
+                }
                 conn.queue_cv.notify_all();
             }
             let _ = exec.join();
@@ -281,4 +287,6 @@ pub(crate) fn run_connection(server: &Arc<ServerShared>, stream: TcpStream) {
         conn.server.sessions.fetch_sub(1, Ordering::AcqRel);
     }
     info!(%peer, session = conn.nexus.session_id, "connection closed");
+    // Last: a login reinstating this session goes on only now.
+    drop(claim);
 }

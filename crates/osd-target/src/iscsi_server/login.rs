@@ -20,8 +20,9 @@ use tessera_iscsi::text::{encode_text, find, KeyValue, TextBuffer};
 use tessera_iscsi::{PduReader, PduWriter, ReadError};
 use tessera_scsi::Nexus;
 use tessera_types::limits::{CMD_WINDOW, SESSIONS_MAX};
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
+use super::reinstatement::{PortClaim, StillEnding, REINSTATEMENT_WAIT};
 use super::{ServerShared, PORTAL_GROUP_TAG};
 
 /// The StatSN of our login responses; the full feature phase continues from the next number.
@@ -35,6 +36,9 @@ pub(crate) struct LoginOutcome {
     /// StatSN of the first full-feature status.
     pub stat_sn: u32,
     pub exp_cmd_sn: u32,
+    /// A normal session's hold on its initiator port (reinstatement.rs), kept until the
+    /// connection has ended.
+    pub claim: Option<PortClaim>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -123,8 +127,8 @@ pub(crate) fn login(
             return ex.fail(&req, login_status::INITIATOR_ERROR, "ISID/TSIH changed during login");
         }
         if req.tsih != 0 {
-            // Adding a connection to a session: MaxConnections=1, and no session reinstatement
-            // by TSIH is offered.
+            // Adding a connection to a session: MaxConnections=1. Reinstatement is by ISID
+            // with TSIH 0 (reinstatement.rs).
             return ex.fail(&req, login_status::SESSION_DOES_NOT_EXIST, "connection join not supported");
         }
         if req.cont {
@@ -192,13 +196,32 @@ pub(crate) fn login(
             };
             continue;
         }
-        // Final response: allocate the session.
+        // Final response: allocate the session, after ending any live session of the same
+        // initiator port (reinstatement), which also frees its place under SESSIONS_MAX.
         let normal = neg.params.session_type == SessionType::Normal;
+        let session_id = server.allocate_session_id();
+        let isid_hex: String = ex.first.isid.iter().map(|b| format!("{b:02x}")).collect();
+        let initiator_port = format!("{},i,0x{isid_hex}", neg.params.initiator_name);
+        let claim = if normal {
+            let socket = reader.get_ref().try_clone()?;
+            match server.ports.claim(&initiator_port, session_id, socket, REINSTATEMENT_WAIT) {
+                Ok(claim) => Some(claim),
+                Err(StillEnding) => {
+                    warn!(initiator_port, "login refused: the session it reinstates is still running a command");
+                    return ex.fail(&req, login_status::SERVICE_UNAVAILABLE, "old session still ending");
+                }
+            }
+        } else {
+            None
+        };
         if normal && server.sessions.fetch_add(1, Ordering::AcqRel) >= SESSIONS_MAX {
             server.sessions.fetch_sub(1, Ordering::AcqRel);
             return ex.fail(&req, login_status::OUT_OF_RESOURCES, "too many sessions");
         }
-        let session_id = server.allocate_session_id();
+        if claim.as_ref().is_some_and(|c| c.reinstated) {
+            server.reinstated.fetch_add(1, Ordering::Relaxed);
+            info!(initiator_port, session = session_id, "session reinstated: the old one is closed and its tasks ended");
+        }
         let tsih = (session_id & 0xFFFF) as u16;
         if let Err(e) = ex.respond(&req, login_status::SUCCESS, tsih, &answer, true) {
             if normal {
@@ -210,16 +233,13 @@ pub(crate) fn login(
         params.target_name = server.config.target_name.clone();
         params.target_alias = server.config.alias.clone();
         params.target_portal_group_tag = PORTAL_GROUP_TAG;
-        let isid_hex: String = ex.first.isid.iter().map(|b| format!("{b:02x}")).collect();
-        let nexus = Nexus {
-            initiator_port: format!("{},i,0x{isid_hex}", params.initiator_name),
-            session_id,
-        };
+        let nexus = Nexus { initiator_port, session_id };
         return Ok(Some(LoginOutcome {
             params,
             nexus,
             stat_sn: INITIAL_STAT_SN.wrapping_add(1),
             exp_cmd_sn: ex.first.cmd_sn,
+            claim,
         }));
     }
 }

@@ -3,7 +3,8 @@
 //! Data-Out, task management, NOP, text, logout) and, once in full feature phase, an executor
 //! thread that runs the ready commands one at a time against the [`ScsiDevice`] and sends their
 //! Data-In and status. Execution is serial per connection, so a command still queued or still
-//! receiving Data-Out can really be aborted. One connection per session (MaxConnections=1).
+//! receiving Data-Out can really be aborted. One connection per session (MaxConnections=1); a
+//! login with a live session's ISID reinstates it (reinstatement.rs).
 //!
 //! Blocking std threads, no async runtime: a target serves tens of initiators, and a thread per
 //! connection keeps the data path (read into the task buffer, execute, writev the result) free
@@ -17,6 +18,7 @@ mod placed_pieces;
 mod placement;
 mod r2t;
 mod reader;
+mod reinstatement;
 mod splice;
 
 use std::collections::HashMap;
@@ -74,6 +76,10 @@ pub(crate) struct ServerShared {
     /// Source of session ids (the TSIH is the low 16 bits, never 0).
     next_session_id: AtomicU64,
     pub sessions: AtomicUsize,
+    /// Live normal sessions by initiator port, for reinstatement.
+    pub ports: Arc<reinstatement::PortSessions>,
+    /// Logins that replaced a live session of the same initiator port.
+    pub reinstated: AtomicU64,
     /// Logins refused with Authentication failure.
     pub auth_failures: AtomicU64,
     /// Data-In PDUs whose data left by reference from an object's mapping (mapped_send.rs).
@@ -113,6 +119,8 @@ impl TargetServer {
             stopping: AtomicBool::new(false),
             next_session_id: AtomicU64::new(1),
             sessions: AtomicUsize::new(0),
+            ports: Arc::default(),
+            reinstated: AtomicU64::new(0),
             auth_failures: AtomicU64::new(0),
             spliced_data_in: AtomicU64::new(0),
             connections: Mutex::new(HashMap::new()),
@@ -188,6 +196,12 @@ impl ServerHandle {
     /// Logins refused so far because authentication failed.
     pub fn auth_failures(&self) -> u64 {
         self.shared.auth_failures.load(Ordering::Relaxed)
+    }
+
+    /// Sessions reinstated so far: logins that reused a live session's initiator port and
+    /// replaced it once its tasks had ended.
+    pub fn reinstated_sessions(&self) -> u64 {
+        self.shared.reinstated.load(Ordering::Relaxed)
     }
 
     /// Data-In PDUs sent by reference from an object's mapping so far (list READs of large

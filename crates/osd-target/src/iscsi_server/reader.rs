@@ -74,13 +74,14 @@ pub(crate) struct Reader<'a> {
     pipe: Option<Result<SplicePipe, ()>>,
 }
 
-pub(crate) fn run(conn: &Connection, pdus: &mut PduReader<TcpStream>) {
+/// Reads until Logout (`true`) or until the connection is lost or broken (`false`).
+pub(crate) fn run(conn: &Connection, pdus: &mut PduReader<TcpStream>) -> bool {
     let mut r = Reader { conn, pdus, tasks: HashMap::new(), next_ttt: 1, pipe: None };
     loop {
         match r.step() {
             Ok(true) => {}
-            Ok(false) => break,
-            Err(Fatal) => break,
+            Ok(false) => return true,
+            Err(Fatal) => return false,
         }
     }
 }
