@@ -139,15 +139,29 @@ pub enum DbError {
 }
 
 /// Opens (creating if needed) the store at `path` for server `server_index`: the writer
-/// connection. WAL mode with `synchronous=NORMAL`: COMMIT does not sync; [`crate::commit`]
-/// flushes the WAL itself before anything is acknowledged, so a namespace change acknowledged
-/// to a client survives power loss.
+/// connection. COMMIT does not make a transaction durable; [`crate::commit`] flushes the WAL
+/// itself (fdatasync) before anything is acknowledged, so a namespace change acknowledged to a
+/// client survives power loss. The writer opens through [`crate::wal_vfs`], which writes each
+/// commit's WAL frames in one call: there `synchronous=FULL` ends each COMMIT with the sync
+/// that writes them out (without syncing), and `checkpoint_fullfsync` marks the syncs that
+/// must reach the disk. Without that VFS, `synchronous=NORMAL`: COMMIT writes and does not sync.
 pub fn open(path: &Path, server_index: u32) -> Result<Connection, DbError> {
-    let conn = Connection::open(path)?;
+    let gathered = crate::wal_vfs::register();
+    let conn = if gathered {
+        let vfs = crate::wal_vfs::NAME.to_str().expect("the VFS name is ASCII");
+        Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs)?
+    } else {
+        Connection::open(path)?
+    };
     // Only takes effect while the file is new (before WAL mode): see PAGE_SIZE.
     conn.pragma_update(None, "page_size", PAGE_SIZE)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    if gathered {
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "checkpoint_fullfsync", true)?;
+    } else {
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+    }
     // Checkpoints run on their own connection (crate::checkpoint), never inside a COMMIT.
     conn.pragma_update(None, "wal_autocheckpoint", 0)?;
     tune(&conn)?;
