@@ -210,8 +210,8 @@ impl GroupCommit {
                 if let Err(e) = w.store.settle() {
                     return Ok((group, Err(e.into())));
                 }
-                // The step may change any directory's times.
-                w.store.forget_stored_dir_times();
+                // The step may change any directory's times, type or default striping.
+                w.store.forget_directories();
                 let outcome = in_savepoint(&mut w.store, step);
                 w.store.take_partial();
                 outcome

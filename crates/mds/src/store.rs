@@ -208,10 +208,10 @@ impl Store {
         self.hot.settle(&self.conn)
     }
 
-    /// A step other than a create has run: what the hot rows know of directories' stored
-    /// times may be stale.
-    pub(crate) fn forget_stored_dir_times(&self) {
-        self.hot.forget_stored_dir_times()
+    /// A step other than a create has run: what the hot rows know of directories (stored
+    /// times, type, default striping) may be stale.
+    pub(crate) fn forget_directories(&self) {
+        self.hot.forget_directories()
     }
 
     /// Whether the last step failed after writing part of its change (creates run without a

@@ -144,6 +144,40 @@ fn directory_default_striping_is_inherited() {
     }
 }
 
+/// Goal: what the writer remembers of a directory between creates in it (its type and default
+/// striping, `store/hot.rs`) never outlives a change to it: a new default applies to the very
+/// next create, and a directory removed and made again under the same name is a new parent.
+#[test]
+fn creates_see_a_directory_changed_between_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (osds, _devices) = real_osds(tmp.path(), 3);
+    let m = open_single(tmp.path(), Arc::new(osds), 3);
+    let d = attr(mkdir(&m, InodeId::ROOT, "d"));
+    let stripe_of = |r: Result<Reply, FsError>| match r.unwrap() {
+        Reply::Created { layout, .. } => (layout.stripe.stripe_unit(), layout.stripe.stripe_count()),
+        other => panic!("{other:?}"),
+    };
+    let narrow = StripeHint { stripe_unit: 64 << 10, stripe_count: 1, start_osd: None };
+    m.handle(Request::SetDirStripe { dir: d.ino, hint: Some(narrow) }).unwrap();
+    assert_eq!(stripe_of(create(&m, d.ino, "a")), (64 << 10, 1));
+    assert_eq!(stripe_of(create(&m, d.ino, "b")), (64 << 10, 1), "the second create, from memory");
+    let wide = StripeHint { stripe_unit: 1 << 20, stripe_count: 3, start_osd: None };
+    m.handle(Request::SetDirStripe { dir: d.ino, hint: Some(wide) }).unwrap();
+    assert_eq!(stripe_of(create(&m, d.ino, "c")), (1 << 20, 3), "the new default, at once");
+
+    for name in ["a", "b", "c"] {
+        m.handle(Request::Unlink { parent: d.ino, name: name.into() }).unwrap();
+    }
+    m.handle(Request::Rmdir { parent: InodeId::ROOT, name: "d".into() }).unwrap();
+    assert!(create(&m, d.ino, "late").is_err(), "no create in a removed directory");
+    let again = attr(mkdir(&m, InodeId::ROOT, "d"));
+    assert_ne!(again.ino, d.ino);
+    let plain = attr(mkdir(&m, InodeId::ROOT, "plain"));
+    let server_default = stripe_of(create(&m, plain.ino, "y"));
+    assert_ne!(server_default, (1 << 20, 3));
+    assert_eq!(stripe_of(create(&m, again.ino, "x")), server_default, "the new directory has no default of its own");
+}
+
 #[test]
 fn restart_keeps_everything() {
     let tmp = tempfile::tempdir().unwrap();

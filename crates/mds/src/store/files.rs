@@ -12,6 +12,7 @@ use tessera_layout::StripeLayout;
 use tessera_mds_proto::request::NewInode;
 use tessera_mds_proto::{FileLayout, FileType, FsError, InodeId, ObjectRef, StripeHint, Timespec};
 
+use super::hot::ParentFacts;
 use super::precreate::Range;
 use super::{exec, insert_inode, io, load_inode, new_row, query_opt, InodeRow, Store};
 
@@ -148,20 +149,28 @@ impl Store {
         let tx = &self.conn;
         super::check_name(name)?;
         self.check_local(parent)?;
-        // The parent's type and default striping in one lookup.
-        let (kind, dir_hint) = query_opt(
-            tx,
-            "SELECT i.kind, d.stripe_unit, d.stripe_count, d.start_osd FROM inodes i LEFT JOIN dir_stripe d ON d.dir = i.ino WHERE i.ino = ?1",
-            [parent.0 as i64],
-            |r| {
-                let hint = match r.get::<_, Option<i64>>(1)? {
-                    Some(unit) => Some(StripeHint { stripe_unit: unit as u64, stripe_count: r.get(2)?, start_osd: r.get(3)? }),
-                    None => None,
-                };
-                Ok((r.get::<_, i64>(0)?, hint))
-            },
-        )?
-        .ok_or(FsError::Stale)?;
+        // The parent's type and default striping: remembered from the last create in it, or
+        // one lookup (hot.rs).
+        let ParentFacts { kind, dir_hint } = match self.hot.parent(parent) {
+            Some(facts) => facts,
+            None => {
+                let facts = query_opt(
+                    tx,
+                    "SELECT i.kind, d.stripe_unit, d.stripe_count, d.start_osd FROM inodes i LEFT JOIN dir_stripe d ON d.dir = i.ino WHERE i.ino = ?1",
+                    [parent.0 as i64],
+                    |r| {
+                        let dir_hint = match r.get::<_, Option<i64>>(1)? {
+                            Some(unit) => Some(StripeHint { stripe_unit: unit as u64, stripe_count: r.get(2)?, start_osd: r.get(3)? }),
+                            None => None,
+                        };
+                        Ok(ParentFacts { kind: r.get::<_, i64>(0)?, dir_hint })
+                    },
+                )?
+                .ok_or(FsError::Stale)?;
+                self.hot.remember_parent(parent, facts);
+                facts
+            }
+        };
         if super::kind_of(kind) != FileType::Directory {
             return Err(FsError::NotDir.into());
         }

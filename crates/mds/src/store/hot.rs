@@ -20,12 +20,16 @@
 //!   kernel's coarse clock stamps them), and the settle skips a directory whose stored times
 //!   it knows to be that already: a group whose creates fall in the tick the last group wrote
 //!   writes no directory page to the WAL. Any other step may change a directory's times, so
-//!   it forgets what it knows ([`Hot::forget_stored_dir_times`]).
+//!   it forgets what it knows ([`Hot::forget_directories`]).
+//! - A create reads its parent's type and default striping; the writer remembers them for the
+//!   few directories creates go into, so the next create in one skips that lookup. Only other
+//!   steps (rmdir, setstripe, a rename over it, a peer's request) can change them, and each
+//!   makes the writer forget, as for the times; a rolled-back group reloads.
 
 use std::cell::{Cell, RefCell};
 
 use rusqlite::{params, Connection};
-use tessera_mds_proto::{FsError, InodeId, Timespec};
+use tessera_mds_proto::{FsError, InodeId, StripeHint, Timespec};
 
 use super::exec;
 use super::precreate::ObjectSeq;
@@ -34,9 +38,16 @@ use super::precreate::ObjectSeq;
 pub const INODE_BLOCK: u64 = 4096;
 /// The granularity of the times a create gives its directory, in ns.
 pub const DIR_TIME_GRAIN: u32 = 1_000_000;
-/// Directories whose stored times the writer remembers (the busiest are the few that many
-/// clients create in).
+/// Directories whose stored times, and whose type and default striping, the writer remembers
+/// (the busiest are the few that many clients create in).
 const STORED_DIR_TIMES_MAX: usize = 16;
+
+/// What a create reads of its parent: the stored type and the directory's default striping.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ParentFacts {
+    pub kind: i64,
+    pub dir_hint: Option<StripeHint>,
+}
 
 /// A precreated range creates are taking from; `next` runs ahead of the stored `next_seq`.
 #[derive(Clone, Copy, Debug)]
@@ -68,6 +79,8 @@ pub(crate) struct Hot {
     dir_times: RefCell<Vec<(InodeId, Timespec)>>,
     /// Directories whose times, as stored, a settle wrote and no step changed since.
     stored_dir_times: RefCell<Vec<(InodeId, Timespec)>>,
+    /// Parents of recent creates, as stored, unchanged since by any other step.
+    parents: RefCell<Vec<(InodeId, ParentFacts)>>,
 }
 
 /// The stored inode counter.
@@ -99,12 +112,30 @@ impl Hot {
         self.cursors.borrow_mut().clear();
         self.dir_times.borrow_mut().clear();
         self.stored_dir_times.borrow_mut().clear();
+        self.parents.borrow_mut().clear();
         Ok(())
     }
 
-    /// A step other than a create ran: it may have changed any directory's times.
-    pub(crate) fn forget_stored_dir_times(&self) {
+    /// A step other than a create ran: it may have changed any directory's times, type or
+    /// default striping.
+    pub(crate) fn forget_directories(&self) {
         self.stored_dir_times.borrow_mut().clear();
+        self.parents.borrow_mut().clear();
+    }
+
+    /// What the store holds for `dir` as a parent, if a create looked it up since the last
+    /// other step.
+    pub(crate) fn parent(&self, dir: InodeId) -> Option<ParentFacts> {
+        self.parents.borrow().iter().find(|(d, _)| *d == dir).map(|(_, f)| *f)
+    }
+
+    /// Remembers what a create read of its parent, dropping the oldest past the limit.
+    pub(crate) fn remember_parent(&self, dir: InodeId, facts: ParentFacts) {
+        let mut parents = self.parents.borrow_mut();
+        if parents.len() >= STORED_DIR_TIMES_MAX {
+            parents.remove(0);
+        }
+        parents.push((dir, facts));
     }
 
     /// Hands out the next inode sequence (a step that fails after this leaves a gap, never a
