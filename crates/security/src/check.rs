@@ -12,10 +12,10 @@
 //! capability.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 
+use rustc_hash::FxBuildHasher;
 use tessera_osd_proto::cdb::{self, RawCdb, CDB_LEN};
 use tessera_osd_proto::offset::decode_offset;
 use tessera_osd_proto::ReplyPlacement;
@@ -35,37 +35,11 @@ use crate::policy::{Addressed, Bytes, Requirement};
 const CAPABILITY_KEYS_MAX: usize = 4096;
 
 /// Derived capability keys by (key slot, capability bytes), each with the key ring generation
-/// it was derived under.
-type CapabilityKeyCache = HashMap<(KeySlot, [u8; CAPABILITY_LEN]), (u64, CapabilityKey), BuildHasherDefault<WordHasher>>;
-
-/// A multiply-rotate hash over 8-byte words (as rustc's FxHash), for the capability key
-/// cache: SipHash over a 104-byte capability cost a measurable part of a command. It need not
-/// resist chosen collisions: only capabilities that proved authentic (minted by the security
-/// manager) are ever stored, so a client cannot crowd one bucket.
-#[derive(Default)]
-struct WordHasher(u64);
-
-impl Hasher for WordHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            self.add(u64::from_le_bytes(w.try_into().expect("chunks of 8")));
-        }
-        let mut tail = [0u8; 8];
-        tail[..words.remainder().len()].copy_from_slice(words.remainder());
-        self.add(u64::from_le_bytes(tail));
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-impl WordHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
+/// it was derived under. Hashed with FxHash: SipHash over a 104-byte capability cost a
+/// measurable part of a command, and the cache need not resist chosen collisions, since only
+/// capabilities that proved authentic (minted by the security manager) are ever stored, so a
+/// client cannot crowd one bucket.
+type CapabilityKeyCache = HashMap<(KeySlot, [u8; CAPABILITY_LEN]), (u64, CapabilityKey), FxBuildHasher>;
 
 /// What the OSD knows of the object a capability names (only asked for when a check needs it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
