@@ -242,7 +242,14 @@ pub(crate) fn run_connection(server: &Arc<ServerShared>, stream: TcpStream) {
     let normal = params.session_type == tessera_iscsi::login::SessionType::Normal;
     let socket = match writer.get_ref().try_clone() {
         Ok(s) => s,
-        Err(_) => return,
+        Err(e) => {
+            warn!(%peer, error = %e, "cannot clone socket after login; closing");
+            if normal {
+                // The login counted this session; it ends here.
+                server.sessions.fetch_sub(1, Ordering::AcqRel);
+            }
+            return;
+        }
     };
     let conn = Arc::new(Connection {
         server: server.clone(),
