@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use crate::capability::{Capability, ObjectType, Permissions, Scope, SecurityMethod, KEY_VERSIONS};
 use crate::credential::Credential;
-use crate::icv::capability_key;
+use crate::icv::KeyingKey;
 use crate::key_commands::KeyCommand;
 use crate::keys::{derive, Key, KeySlot, KEY_ID_LEN, SEED_LEN};
 
@@ -21,11 +21,25 @@ pub enum ManagerError {
     NoKey(KeySlot),
 }
 
+/// A key the manager holds, ready to derive capability keys under.
+#[derive(Clone)]
+struct Held {
+    key: Key,
+    keying: KeyingKey,
+}
+
+impl Held {
+    fn new(key: Key) -> Held {
+        let keying = KeyingKey::new(&key);
+        Held { key, keying }
+    }
+}
+
 /// One OSD's keys as the security manager knows them.
 #[derive(Clone)]
 pub struct OsdKeys {
     system_id: [u8; 20],
-    keys: HashMap<KeySlot, Key>,
+    keys: HashMap<KeySlot, Held>,
     /// The working key version new capabilities of each partition use.
     current: HashMap<u64, u8>,
 }
@@ -41,7 +55,7 @@ impl std::fmt::Debug for OsdKeys {
 impl OsdKeys {
     /// Keys of the OSD with `system_id` whose master key is `master` (provisioned out of band).
     pub fn new(system_id: [u8; 20], master: Key) -> Self {
-        OsdKeys { system_id, keys: HashMap::from([(KeySlot::Master, master)]), current: HashMap::new() }
+        OsdKeys { system_id, keys: HashMap::from([(KeySlot::Master, Held::new(master))]), current: HashMap::new() }
     }
 
     pub fn system_id(&self) -> [u8; 20] {
@@ -74,7 +88,7 @@ impl OsdKeys {
     ) -> Result<(KeyCommand, Credential), ManagerError> {
         let command = KeyCommand { slot, key_id, seed };
         let parent_slot = slot.parent();
-        let parent = self.keys.get(&parent_slot).ok_or(ManagerError::NoKey(parent_slot))?;
+        let parent = &self.keys.get(&parent_slot).ok_or(ManagerError::NoKey(parent_slot))?.keying;
         let mut cap = match command.addressed() {
             crate::policy::Addressed::Partition(pid) => {
                 Capability::new(method, ObjectType::Partition, Scope::Partition, pid, 0, command.permissions())
@@ -82,7 +96,7 @@ impl OsdKeys {
             _ => Capability::new(method, ObjectType::Root, Scope::Root, 0, 0, command.permissions()),
         };
         cap.expires_ms = now_ms + KEY_COMMAND_LIFETIME_MS;
-        let key = capability_key(parent, &cap.encode(), &self.system_id);
+        let key = parent.capability_key(&cap.encode(), &self.system_id);
         Ok((command, Credential::new(cap, &key)))
     }
 
@@ -90,7 +104,7 @@ impl OsdKeys {
     /// partition's current version.
     pub fn record(&mut self, command: &KeyCommand) -> Result<(), ManagerError> {
         let parent_slot = command.slot.parent();
-        let parent = self.keys.get(&parent_slot).ok_or(ManagerError::NoKey(parent_slot))?;
+        let parent = &self.keys.get(&parent_slot).ok_or(ManagerError::NoKey(parent_slot))?.key;
         let key = derive(parent, command.slot, &command.key_id, &command.seed);
         match command.slot {
             KeySlot::Working(pid, v) => {
@@ -103,7 +117,7 @@ impl OsdKeys {
             }
             KeySlot::Master | KeySlot::Root => {}
         }
-        self.keys.insert(command.slot, key);
+        self.keys.insert(command.slot, Held::new(key));
         Ok(())
     }
 
@@ -127,8 +141,8 @@ impl OsdKeys {
             Scope::Root => KeySlot::Root,
             _ => KeySlot::Working(capability.partition_id, capability.key_version),
         };
-        let key = self.keys.get(&slot).ok_or(ManagerError::NoKey(slot))?;
-        Ok(capability_key(key, &capability.encode(), &self.system_id))
+        let held = self.keys.get(&slot).ok_or(ManagerError::NoKey(slot))?;
+        Ok(held.keying.capability_key(&capability.encode(), &self.system_id))
     }
 
     /// A capability for the root object with `permissions`, expiring at `expires_ms`.
