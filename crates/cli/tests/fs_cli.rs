@@ -185,9 +185,32 @@ fn namespace_commands_and_their_errors() {
     assert_eq!(c.ok(&["cat", "/a/b/g"]).stdout, b"payload");
     let err = c.fails(&["rm", "/a"]);
     assert!(err.contains("use -r"), "{err}");
+    // As rm(1): the root and paths ending in '..' are refused before anything goes.
+    for root in ["/", "//", "/a/.."] {
+        let err = c.fails(&["rm", "-r", root]);
+        assert!(err.contains("refusing to remove"), "{root}: {err}");
+    }
+    let err = c.fails(&["rm", "-r", "/a/b/.."]);
+    assert!(err.contains("'.' or '..'"), "{err}");
+    assert_eq!(c.ok(&["cat", "/a/b/g"]).stdout, b"payload");
+    // A striping the cluster (two OSDs) cannot give is refused with its reason, nothing made.
+    for (flags, reason) in [
+        (["-c", "3"], "more than the cluster's 2 OSDs"),
+        (["-i", "2"], "stripe index 2 names no OSD"),
+        (["-S", "0"], "stripe size 0 bytes is outside"),
+    ] {
+        let err = c.fails(&["setstripe", flags[0], flags[1], "/a/striped"]);
+        assert!(err.contains(reason), "{flags:?}: {err}");
+    }
+    assert!(c.fails(&["stat", "/a/striped"]).contains("no such file"));
     c.ok(&["rm", "-r", "/a"]);
     assert!(c.fails(&["ls", "/a"]).contains("/a"));
     c.ok(&["rm", "-f", "/a"]);
+    // --no-preserve-root empties the root and keeps it.
+    c.ok(&["mkdir", "-p", "/x/y"]);
+    c.ok(&["put", local.to_str().unwrap(), "/x/y/f"]);
+    c.ok(&["rm", "-r", "--no-preserve-root", "/"]);
+    assert_eq!(stdout(&c.ok(&["ls", "/"])), "");
     // The OSDs hold no data objects once every file is removed.
     let df = stdout(&c.ok(&["df"]));
     assert!(df.contains("namespace: 0 files, 1 directories"), "{df}");

@@ -249,6 +249,9 @@ impl Client {
     /// files later created in it; on a path that does not exist, creates an empty file with
     /// that striping. An existing file's layout is fixed: EEXIST.
     pub fn setstripe(&self, path: &str, hint: Option<StripeHint>) -> Result<(), ClientError> {
+        if let Some(h) = &hint {
+            check_stripe(path, h, self.inner.pool.osd_count())?;
+        }
         match self.inner.resolve("setstripe", path) {
             Ok(attr) if attr.file_type == FileType::Directory => {
                 self.inner.done(attr.ino, "setstripe", path, Request::SetDirStripe { dir: attr.ino, hint })
@@ -299,4 +302,20 @@ impl Client {
             Err(source) => Err(ClientError::Fs { op: "df", path: "/".into(), source }),
         }
     }
+}
+
+/// Refuses, with the reason, a striping no file of this cluster could have: the metadata
+/// server would answer only EINVAL.
+fn check_stripe(path: &str, h: &StripeHint, osds: usize) -> Result<(), ClientError> {
+    let refuse = |reason: String| Err(ClientError::Stripe { path: path.to_string(), reason });
+    if h.stripe_unit == 0 || h.stripe_unit > tessera_layout::STRIPE_UNIT_MAX {
+        return refuse(format!("stripe size {} bytes is outside 1 byte to {} MiB", h.stripe_unit, tessera_layout::STRIPE_UNIT_MAX >> 20));
+    }
+    if h.stripe_count as usize > osds {
+        return refuse(format!("stripe count {} is more than the cluster's {osds} OSDs (0 stripes over all of them)", h.stripe_count));
+    }
+    if let Some(i) = h.start_osd.filter(|&i| i as usize >= osds) {
+        return refuse(format!("stripe index {i} names no OSD: the cluster's OSDs are 0 to {}", osds.saturating_sub(1)));
+    }
+    Ok(())
 }

@@ -77,6 +77,9 @@ pub enum ClientError {
     /// does not hold exactly the file extents' bytes.
     #[error("{path}: the file extents total {extents_len} bytes but the memory holds {buffer_len}")]
     BufferLength { path: String, extents_len: u64, buffer_len: u64 },
+    /// A striping the cluster cannot give (checked before the request is sent).
+    #[error("{path}: {reason}")]
+    Stripe { path: String, reason: String },
     /// An OSD reported an object length that puts the file past 2^64 bytes.
     #[error("{path}: the data objects' lengths give a size past 2^64 bytes")]
     SizeOverflow { path: String },
@@ -93,9 +96,11 @@ impl ClientError {
         const EFBIG: i32 = 27;
         match self {
             ClientError::Fs { source, .. } => source.errno(),
-            ClientError::Extents { .. } | ClientError::Descriptor { .. } | ClientError::BufferLength { .. } | ClientError::Config(_) => {
-                EINVAL
-            }
+            ClientError::Extents { .. }
+            | ClientError::Descriptor { .. }
+            | ClientError::BufferLength { .. }
+            | ClientError::Config(_)
+            | ClientError::Stripe { .. } => EINVAL,
             ClientError::SizeOverflow { .. } | ClientError::TooLarge { .. } => EFBIG,
             ClientError::Mds { .. } | ClientError::Osd { .. } | ClientError::UnknownIndex { .. } | ClientError::Grant { .. } => EIO,
         }

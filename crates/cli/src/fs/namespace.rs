@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use tessera_client::{Attr, Client, FileType, FsError};
+use tessera_client::{Attr, Client, FileType, FsError, InodeId};
 
 use super::ClusterArg;
 
@@ -47,6 +47,9 @@ pub struct RmArgs {
     /// Ignore paths that do not exist.
     #[arg(short = 'f', long)]
     force: bool,
+    /// With -r, allow a path that is the root, which empties the whole file system.
+    #[arg(long)]
+    no_preserve_root: bool,
     #[command(flatten)]
     cluster: ClusterArg,
 }
@@ -142,7 +145,20 @@ pub fn mkdir(args: MkdirArgs) -> Result<()> {
 }
 
 pub fn rm(args: RmArgs) -> Result<()> {
+    // As rm(1): refused before anything is removed.
+    for path in &args.paths {
+        if matches!(path.trim_end_matches('/').rsplit('/').next(), Some(".") | Some("..")) {
+            bail!("refusing to remove {path}: its last component is '.' or '..'");
+        }
+    }
     let (client, _) = args.cluster.connect()?;
+    if args.recursive && !args.no_preserve_root {
+        for path in &args.paths {
+            if matches!(client.stat(path), Ok(a) if a.ino == InodeId::ROOT) {
+                bail!("refusing to remove {path} recursively: it is the root, and every file would go (--no-preserve-root allows it)");
+            }
+        }
+    }
     for path in &args.paths {
         match remove(&client, path, args.recursive) {
             Err(e) if args.force && e.downcast_ref::<tessera_client::ClientError>().and_then(|c| c.fs_error()) == Some(FsError::NotFound) => {}
@@ -164,7 +180,10 @@ fn remove(client: &Client, path: &str, recursive: bool) -> Result<()> {
     for entry in client.readdir(path)? {
         remove(client, &format!("{}/{}", path.trim_end_matches('/'), entry.name), true)?;
     }
-    client.rmdir(path)?;
+    // The root itself stays (--no-preserve-root empties it).
+    if attr.ino != InodeId::ROOT {
+        client.rmdir(path)?;
+    }
     Ok(())
 }
 
