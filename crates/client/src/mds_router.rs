@@ -5,12 +5,18 @@
 //!
 //! A server answers one request at a time per connection, so the router keeps a small stack of
 //! idle connections per server: a thread takes one (or opens a new one), calls, and gives it
-//! back. Concurrent threads therefore never queue behind each other's metadata calls. A
-//! connection that fails at the transport level is dropped, not returned; the request is not
-//! retried, because a create or rename may have taken effect before the failure.
+//! back. Concurrent threads therefore never queue behind each other's metadata calls.
+//!
+//! Servers restart, and the connections a client keeps idle then die with them. An idle
+//! connection is checked before it is used (the peer's end of stream is waiting on it), so a
+//! request after a restart goes out on a new connection. A connection that fails during a call
+//! is dropped, not returned; the request is sent once more, on a new connection, only when it
+//! changes nothing ([`Request::is_read_only`]): a create or rename may have taken effect before
+//! the failure, and a second one would answer EEXIST or ENOENT for what succeeded.
 
 use std::io::{self, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::os::fd::AsRawFd;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -44,6 +50,22 @@ impl MdsLink {
         Ok(MdsLink { stream, reader, next_id: 1 })
     }
 
+    /// Whether an idle connection can carry a request: nothing is waiting to be read on it (an
+    /// idle connection has no reply due, so anything there is the server's end of stream, a
+    /// reset, or bytes out of step). One non-blocking peek.
+    fn is_open(&self) -> bool {
+        if !self.reader.buffer().is_empty() {
+            return false;
+        }
+        let mut byte = 0u8;
+        // SAFETY: a one-byte buffer on the stack, valid for the call; MSG_PEEK leaves the
+        // socket's data where it is and MSG_DONTWAIT keeps the call from blocking.
+        let n = unsafe {
+            libc::recv(self.stream.as_raw_fd(), (&mut byte as *mut u8).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT)
+        };
+        n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
+    }
+
     fn call(&mut self, request: Request) -> Result<Result<Reply, FsError>, MdsLinkError> {
         let request_id = self.next_id;
         self.next_id += 1;
@@ -67,6 +89,19 @@ impl MdsLink {
 struct Server {
     addr: String,
     idle: Mutex<Vec<MdsLink>>,
+}
+
+impl Server {
+    /// An idle connection that is still open, dropping those the server has closed.
+    fn take_idle(&self) -> Option<MdsLink> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some(link) = idle.pop() {
+            if link.is_open() {
+                return Some(link);
+            }
+        }
+        None
+    }
 }
 
 /// Connections to every metadata server, routed by inode id.
@@ -99,12 +134,19 @@ impl MdsRouter {
             configured: self.servers.len(),
         })?;
         let link_error = |source: MdsLinkError| ClientError::Mds { server: index, addr: server.addr.clone(), source };
-        let pooled = server.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let mut link = match pooled {
+        let mut link = match server.take_idle() {
             Some(link) => link,
             None => MdsLink::connect(&server.addr).map_err(|e| link_error(e.into()))?,
         };
-        let result = link.call(request).map_err(link_error)?;
+        let again = request.is_read_only().then(|| request.clone());
+        let result = match (link.call(request), again) {
+            (Ok(result), _) => result,
+            (Err(MdsLinkError::Io(_)), Some(request)) => {
+                link = MdsLink::connect(&server.addr).map_err(|e| link_error(e.into()))?;
+                link.call(request).map_err(link_error)?
+            }
+            (Err(e), _) => return Err(link_error(e)),
+        };
         let mut idle = server.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < IDLE_MAX {
             idle.push(link);

@@ -100,6 +100,23 @@ fn ino(r: &mut Reader) -> Result<InodeId, DecodeError> {
 }
 
 impl Request {
+    /// True when the request changes nothing on the server, so sending it twice is the same as
+    /// sending it once: a client may resend it on a new connection after losing the first.
+    pub fn is_read_only(&self) -> bool {
+        matches!(
+            self,
+            Request::Lookup { .. }
+                | Request::GetAttr { .. }
+                | Request::ReadLink { .. }
+                | Request::ReadDir { .. }
+                | Request::GetLayout { .. }
+                | Request::GetDirStripe { .. }
+                | Request::StatFs
+                | Request::ClusterMap
+                | Request::OsdUsage
+        )
+    }
+
     pub fn encode(&self, w: &mut Writer) {
         use Request as R;
         match self {
