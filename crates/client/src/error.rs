@@ -4,7 +4,7 @@
 
 use tessera_initiator::osd_client::OsdError;
 use tessera_layout::{DescriptorError, PlanError};
-use tessera_mds_proto::{DecodeError, FsError};
+use tessera_mds_proto::{ConnectionError, FsError};
 use thiserror::Error;
 
 use crate::config::ConfigError;
@@ -12,14 +12,9 @@ use crate::config::ConfigError;
 /// Why talking to a metadata server failed below the namespace level.
 #[derive(Debug, Error)]
 pub enum MdsLinkError {
+    /// The connection failed, or its reply could not be read.
     #[error("{0}")]
-    Io(#[from] std::io::Error),
-    #[error("malformed frame: {0}")]
-    Decode(#[from] DecodeError),
-    #[error("answered request {got} while {expected} was outstanding")]
-    Mismatch { expected: u64, got: u64 },
-    #[error("sent a request where a reply was due")]
-    NotAReply,
+    Connection(#[from] ConnectionError),
     #[error("answered {request} with an unexpected {reply} reply")]
     UnexpectedReply { request: &'static str, reply: &'static str },
 }

@@ -14,86 +14,24 @@
 //! changes nothing ([`Request::is_read_only`]): a create or rename may have taken effect before
 //! the failure, and a second one would answer EEXIST or ENOENT for what succeeded.
 
-use std::io::{self, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::os::fd::AsRawFd;
 use std::sync::Mutex;
-use std::time::Duration;
 
-use tessera_mds_proto::{encode_frame, frame_body_len, Frame, FsError, InodeId, Message, Reply, Request, FRAME_HEADER_LEN};
+use tessera_mds_proto::{ConnectionError, FsError, InodeId, MdsConnection, Reply, Request};
 
 use crate::config::MdsEntry;
 use crate::error::{ClientError, MdsLinkError};
 
-/// How long one metadata request may take before the connection is given up. Generous: a
-/// create waits for CREATE on every OSD of the stripe.
-pub const MDS_TIMEOUT: Duration = Duration::from_secs(60);
 /// Idle connections kept per server; more concurrent callers open (and then close) extra ones.
 const IDLE_MAX: usize = 8;
 
-/// Bytes read from a connection at a time: a reply's header and body usually arrive in one read.
-const READ_BUFFER: usize = 16 * 1024;
-
-/// One blocking connection: frames over TCP, one request at a time.
-struct MdsLink {
-    stream: TcpStream,
-    reader: BufReader<TcpStream>,
-    next_id: u64,
-}
-
-impl MdsLink {
-    fn connect(addr: &str) -> io::Result<MdsLink> {
-        let stream = TcpStream::connect(addr)?;
-        stream.set_nodelay(true)?;
-        stream.set_read_timeout(Some(MDS_TIMEOUT))?;
-        let reader = BufReader::with_capacity(READ_BUFFER, stream.try_clone()?);
-        Ok(MdsLink { stream, reader, next_id: 1 })
-    }
-
-    /// Whether an idle connection can carry a request: nothing is waiting to be read on it (an
-    /// idle connection has no reply due, so anything there is the server's end of stream, a
-    /// reset, or bytes out of step). One non-blocking peek.
-    fn is_open(&self) -> bool {
-        if !self.reader.buffer().is_empty() {
-            return false;
-        }
-        let mut byte = 0u8;
-        // SAFETY: a one-byte buffer on the stack, valid for the call; MSG_PEEK leaves the
-        // socket's data where it is and MSG_DONTWAIT keeps the call from blocking.
-        let n = unsafe {
-            libc::recv(self.stream.as_raw_fd(), (&mut byte as *mut u8).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT)
-        };
-        n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
-    }
-
-    fn call(&mut self, request: Request) -> Result<Result<Reply, FsError>, MdsLinkError> {
-        let request_id = self.next_id;
-        self.next_id += 1;
-        self.stream.write_all(&encode_frame(&Frame { request_id, message: Message::Request(request) }))?;
-        let mut header = [0u8; FRAME_HEADER_LEN];
-        self.reader.read_exact(&mut header)?;
-        // Checked before allocating, so a hostile length costs nothing.
-        let mut body = vec![0u8; frame_body_len(header)?];
-        self.reader.read_exact(&mut body)?;
-        let frame = Frame::decode_body(&body)?;
-        if frame.request_id != request_id {
-            return Err(MdsLinkError::Mismatch { expected: request_id, got: frame.request_id });
-        }
-        match frame.message {
-            Message::Reply(r) => Ok(r),
-            Message::Request(_) => Err(MdsLinkError::NotAReply),
-        }
-    }
-}
-
 struct Server {
     addr: String,
-    idle: Mutex<Vec<MdsLink>>,
+    idle: Mutex<Vec<MdsConnection>>,
 }
 
 impl Server {
     /// An idle connection that is still open, dropping those the server has closed.
-    fn take_idle(&self) -> Option<MdsLink> {
+    fn take_idle(&self) -> Option<MdsConnection> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         while let Some(link) = idle.pop() {
             if link.is_open() {
@@ -136,16 +74,16 @@ impl MdsRouter {
         let link_error = |source: MdsLinkError| ClientError::Mds { server: index, addr: server.addr.clone(), source };
         let mut link = match server.take_idle() {
             Some(link) => link,
-            None => MdsLink::connect(&server.addr).map_err(|e| link_error(e.into()))?,
+            None => MdsConnection::connect(&server.addr).map_err(|e| link_error(ConnectionError::from(e).into()))?,
         };
         let again = request.is_read_only().then(|| request.clone());
         let result = match (link.call(request), again) {
             (Ok(result), _) => result,
-            (Err(MdsLinkError::Io(_)), Some(request)) => {
-                link = MdsLink::connect(&server.addr).map_err(|e| link_error(e.into()))?;
-                link.call(request).map_err(link_error)?
+            (Err(ConnectionError::Io(_)), Some(request)) => {
+                link = MdsConnection::connect(&server.addr).map_err(|e| link_error(ConnectionError::from(e).into()))?;
+                link.call(request).map_err(|e| link_error(e.into()))?
             }
-            (Err(e), _) => return Err(link_error(e)),
+            (Err(e), _) => return Err(link_error(e.into())),
         };
         let mut idle = server.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < IDLE_MAX {

@@ -1,6 +1,7 @@
 //! tessera-mds-proto: the messages clients and metadata servers exchange, and their framing.
-//! Sans-IO: encoders append to a `Vec<u8>`, decoders read a byte slice; sockets live in
-//! `tessera-mds` and the client.
+//! The codec is sans-IO: encoders append to a `Vec<u8>`, decoders read a byte slice. The one
+//! blocking adapter over it, [`connection`], is what clients and servers call each other with;
+//! the servers' event loop lives in `tessera-mds`.
 //!
 //! - [`limits`]: every bound a decoder enforces, with their relations checked when compiling.
 //! - [`wire`]: the bounded reader/writer every message codec is built from.
@@ -9,8 +10,10 @@
 //! - [`grant`]: the capabilities and capability keys a layout comes with, and OSD usage.
 //! - [`request`] / [`reply`]: one variant per operation, hand-written encode/decode each.
 //! - [`frame`]: length-prefixed frames carrying a request id and one message.
+//! - [`connection`]: [`MdsConnection`], frames over TCP, one request at a time.
 //! - [`fuzzing`]: the fuzz entry point, a plain function `cargo test` also runs.
 
+pub mod connection;
 pub mod error;
 pub mod frame;
 pub mod grant;
@@ -21,6 +24,7 @@ pub mod request;
 pub mod types;
 pub mod wire;
 
+pub use connection::{ConnectionError, MdsConnection};
 pub use error::{DecodeError, FsError};
 pub use grant::{Grant, ObjectCredential, OsdUsage};
 pub use frame::{decode_frame, encode_frame, frame_body_len, Frame, Message, FRAME_HEADER_LEN};

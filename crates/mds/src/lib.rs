@@ -15,7 +15,7 @@
 //! - [`revocation`]: the retag journal that finishes a `chmod`'s revocation on an OSD that
 //!   was unreachable when it ran.
 //! - [`server`]: [`Mds`], one server: request dispatch, routing checks, OSD steps, peer calls.
-//! - [`peer`]: a blocking MDS connection (server to server, and for tests and tools).
+//! - [`peer`]: the connection to a peer server (the shared `MdsConnection`, also for tests and tools).
 //! - [`tcp`]: the TCP front, one event loop that reads every connection and runs creates,
 //!   their group commit and their replies itself; [`conn`]: one connection's buffers;
 //!   [`workers`]: threads for the requests that may block.

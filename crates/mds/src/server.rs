@@ -24,7 +24,7 @@ use crate::db::DbError;
 use crate::journal;
 use crate::namespace::{Namespace, NamespaceError};
 use crate::objects::DataObjects;
-use crate::peer::MdsConnection;
+use crate::peer::{MdsConnection, PeerError, PEER_TIMEOUT};
 use crate::pools::{Pools, PrecreateConfig};
 use crate::revocation::{self, Retrier};
 use crate::security::{file_permissions, fresh_policy_tag, SecurityManager};
@@ -155,27 +155,41 @@ impl Mds {
         self.pools.levels()
     }
 
-    /// Sends one request to server `server`, connecting on first use and reconnecting after a
-    /// transport failure.
+    /// Sends one request to server `server`, connecting on first use and again when the kept
+    /// connection was closed meanwhile (the peer restarted). A connection lost during the call
+    /// is dropped; the request is sent once more only when it changes nothing, as the client
+    /// library does (docs/architecture.md, "Lost connections").
     fn peer(&self, server: u32, request: Request) -> Result<Reply, FsError> {
         let addr = self.config.cluster.servers.get(server as usize).ok_or(FsError::Stale)?;
         let mut slot = self.peers[server as usize].lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_none() {
-            *slot = Some(MdsConnection::connect(addr.as_str()).map_err(|e| {
+        let connect = || {
+            MdsConnection::connect_with_timeout(addr.as_str(), PEER_TIMEOUT).map_err(|e| {
                 tracing::warn!(server, %e, "cannot reach peer MDS");
                 FsError::Io
-            })?);
-        }
-        // Just filled above.
-        let conn = slot.as_mut().expect("peer connection present");
-        match conn.call(request) {
-            Ok(result) => result,
-            Err(e) => {
-                tracing::warn!(server, %e, "peer MDS connection dropped");
-                *slot = None;
-                Err(FsError::Io)
+            })
+        };
+        let mut conn = match slot.take() {
+            Some(conn) if conn.is_open() => conn,
+            _ => connect()?,
+        };
+        let again = request.is_read_only().then(|| request.clone());
+        let result = match (conn.call(request), again) {
+            (Ok(result), _) => result,
+            (Err(PeerError::Io(e)), Some(request)) => {
+                tracing::debug!(server, %e, "peer MDS connection lost; asking again on a new one");
+                conn = connect()?;
+                conn.call(request).map_err(|e| {
+                    tracing::warn!(server, %e, "peer MDS connection dropped");
+                    FsError::Io
+                })?
             }
-        }
+            (Err(e), _) => {
+                tracing::warn!(server, %e, "peer MDS connection dropped");
+                return Err(FsError::Io);
+            }
+        };
+        *slot = Some(conn);
+        result
     }
 
     fn peer_attr(&self, ino: InodeId) -> Result<Attr, FsError> {
