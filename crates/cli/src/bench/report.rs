@@ -4,7 +4,11 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use std::sync::OnceLock;
+use std::time::Duration;
+
 use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
 use plotters::prelude::*;
 use serde_json::{json, Map, Value};
 
@@ -15,6 +19,22 @@ pub struct Report {
     pub params: Map<String, Value>,
     pub rows: Vec<Map<String, Value>>,
     pub summary: Map<String, Value>,
+}
+
+/// The run's one spinner, on a terminal only (hidden when stderr is not one): the time taken
+/// and the last row measured, so a bench of minutes shows it is moving. One for the process,
+/// because a bench fills reports of its parts while its own is open.
+fn progress() -> &'static ProgressBar {
+    static BAR: OnceLock<ProgressBar> = OnceLock::new();
+    BAR.get_or_init(|| {
+        let bar = ProgressBar::new_spinner();
+        if let Ok(style) = ProgressStyle::with_template("{spinner} bench {prefix} {elapsed}: {wide_msg}") {
+            bar.set_style(style);
+        }
+        bar.set_message("starting");
+        bar.enable_steady_tick(Duration::from_millis(250));
+        bar
+    })
 }
 
 /// Where to write a report: `--json FILE` wins for the JSON; the PNG goes beside it (or into
@@ -39,6 +59,7 @@ impl OutputPaths {
 
 impl Report {
     pub fn new(bench: &str) -> Self {
+        progress().set_prefix(bench.to_string());
         Report { bench: bench.to_string(), params: Map::new(), rows: Vec::new(), summary: Map::new() }
     }
 
@@ -48,6 +69,11 @@ impl Report {
 
     pub fn row(&mut self, row: Value) {
         if let Value::Object(m) = row {
+            // What names the row (its strings) first, then its figures; the terminal's width
+            // cuts the rest.
+            let (names, figures): (Vec<_>, Vec<_>) = m.iter().partition(|(_, v)| v.is_string());
+            let shown: Vec<String> = names.iter().chain(&figures).map(|(k, v)| format!("{k}={}", format_cell(v))).collect();
+            progress().set_message(format!("{} rows; last: {}", self.rows.len() + 1, shown.join(" ")));
             self.rows.push(m);
         }
     }
@@ -64,6 +90,8 @@ impl Report {
     /// Like [`Report::print_table`], for the rows `keep` accepts (a report with several sweeps
     /// prints one table per sweep).
     pub fn print_table_where(&self, title: &str, columns: &[&str], keep: impl Fn(&Map<String, Value>) -> bool) {
+        // Tables come at the end of a run: the spinner's line goes first.
+        progress().finish_and_clear();
         println!("\n{title}");
         let cells: Vec<Vec<String>> = self
             .rows
