@@ -79,7 +79,7 @@ impl MdsRouter {
         let again = request.is_read_only().then(|| request.clone());
         let result = match (link.call(request), again) {
             (Ok(result), _) => result,
-            (Err(ConnectionError::Io(_)), Some(request)) => {
+            (Err(e), Some(request)) if e.is_lost() => {
                 link = MdsConnection::connect(&server.addr).map_err(|e| link_error(ConnectionError::from(e).into()))?;
                 link.call(request).map_err(|e| link_error(e.into()))?
             }

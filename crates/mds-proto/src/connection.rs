@@ -35,6 +35,16 @@ pub enum ConnectionError {
     NotAReply,
 }
 
+impl ConnectionError {
+    /// True when the connection was closed or reset under the call, the case in which a
+    /// request that changes nothing may be sent again on a new connection. A timeout is not
+    /// one: the server is still there, only slow, and asking again would double the wait.
+    pub fn is_lost(&self) -> bool {
+        use io::ErrorKind as K;
+        matches!(self, ConnectionError::Io(e) if matches!(e.kind(), K::UnexpectedEof | K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::NotConnected))
+    }
+}
+
 pub struct MdsConnection {
     stream: TcpStream,
     reader: BufReader<TcpStream>,
@@ -115,6 +125,31 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1));
         }
         assert!(!conn.is_open());
+    }
+
+    /// Goal: a connection closed under a call reads as lost (a request that changes nothing may
+    /// go again); a reply that does not come in time does not (asking again would double the
+    /// wait on a server that is only slow).
+    #[test]
+    fn a_closed_connection_is_lost_and_a_timeout_is_not() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut closed, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 64];
+            let _ = closed.read(&mut buf);
+            drop(closed);
+            let (silent, _) = listener.accept().unwrap();
+            std::thread::sleep(Duration::from_millis(500));
+            drop(silent);
+        });
+        let mut conn = MdsConnection::connect_with_timeout(addr, Duration::from_secs(5)).unwrap();
+        let closed = conn.call(Request::StatFs).unwrap_err();
+        assert!(closed.is_lost(), "{closed:?}");
+        let mut conn = MdsConnection::connect_with_timeout(addr, Duration::from_millis(100)).unwrap();
+        let slow = conn.call(Request::StatFs).unwrap_err();
+        assert!(!slow.is_lost(), "{slow:?}");
+        server.join().unwrap();
     }
 
     /// Goal: a reply to another request id is refused, not taken for this call's.

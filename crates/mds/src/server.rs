@@ -24,7 +24,7 @@ use crate::db::DbError;
 use crate::journal;
 use crate::namespace::{Namespace, NamespaceError};
 use crate::objects::DataObjects;
-use crate::peer::{MdsConnection, PeerError, PEER_TIMEOUT};
+use crate::peer::{MdsConnection, PEER_TIMEOUT};
 use crate::pools::{Pools, PrecreateConfig};
 use crate::revocation::{self, Retrier};
 use crate::security::{file_permissions, fresh_policy_tag, SecurityManager};
@@ -175,7 +175,7 @@ impl Mds {
         let again = request.is_read_only().then(|| request.clone());
         let result = match (conn.call(request), again) {
             (Ok(result), _) => result,
-            (Err(PeerError::Io(e)), Some(request)) => {
+            (Err(e), Some(request)) if e.is_lost() => {
                 tracing::debug!(server, %e, "peer MDS connection lost; asking again on a new one");
                 conn = connect()?;
                 conn.call(request).map_err(|e| {
