@@ -4,7 +4,7 @@
 //! `tessera_cli` library; this file only parses arguments.
 
 use clap::{Args, Parser, Subcommand};
-use tessera_cli::fs::{namespace, objects, stripe, transfer};
+use tessera_cli::fs::{mv, namespace, objects, stripe, transfer};
 use tessera_cli::{bench, cmd_cluster, cmd_mds, cmd_osd, demo};
 
 #[derive(Parser)]
@@ -57,8 +57,8 @@ enum Command {
     Mkdir(namespace::MkdirArgs),
     /// Remove files (and with -r, directories).
     Rm(namespace::RmArgs),
-    /// Rename or move a file or directory.
-    Mv(namespace::MvArgs),
+    /// Rename or move a file or directory (copied and removed when the move crosses metadata servers).
+    Mv(mv::MvArgs),
     /// Change a file's or directory's permission bits (revokes a file's capabilities).
     Chmod(namespace::ChmodArgs),
     /// Set a directory's default striping, or create an empty file with its own.
@@ -113,7 +113,7 @@ fn main() {
         Command::Stat(args) => namespace::stat(args),
         Command::Mkdir(args) => namespace::mkdir(args),
         Command::Rm(args) => namespace::rm(args),
-        Command::Mv(args) => namespace::mv(args),
+        Command::Mv(args) => mv::mv(args),
         Command::Chmod(args) => namespace::chmod(args),
         Command::Setstripe(args) => stripe::setstripe(args),
         Command::Getstripe(args) => stripe::getstripe(args),

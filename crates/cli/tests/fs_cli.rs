@@ -16,14 +16,23 @@ struct UpCluster {
 
 impl UpCluster {
     fn start(osds: u32) -> UpCluster {
+        Self::start_with(osds, 1)
+    }
+
+    fn start_with(osds: u32, mds: u32) -> UpCluster {
         let dir = tempfile::Builder::new().prefix("tessera-fs-").tempdir().unwrap();
         let cluster = UpCluster { dir };
-        cluster.up(osds);
+        cluster.up_with(osds, mds);
         cluster
     }
 
     fn up(&self, osds: u32) {
-        let out = run_ok(&["up", "--dir", self.path_str(), "--osds", &osds.to_string(), "--stripe-unit", "64K"], None);
+        self.up_with(osds, 1);
+    }
+
+    fn up_with(&self, osds: u32, mds: u32) {
+        let args = ["up", "--dir", self.path_str(), "--osds", &osds.to_string(), "--mds", &mds.to_string(), "--stripe-unit", "64K"];
+        let out = run_ok(&args, None);
         assert!(stdout(&out).contains("export TESSERA_CLUSTER="), "{}", stdout(&out));
     }
 
@@ -295,4 +304,59 @@ fn get_pieces_reads_an_extent_list_in_list_order() {
     std::fs::write(&list, "0 10\n5 zero\n").unwrap();
     let err = c.fails(&["get", "--pieces", list.to_str().unwrap(), "/src", out.to_str().unwrap()]);
     assert!(err.contains("line 2"), "the error names the line: {err}");
+}
+
+/// The metadata server a path's inode lives on, from `tessera stat`.
+fn home_server(c: &UpCluster, path: &str) -> u32 {
+    let out = stdout(&c.ok(&["stat", path]));
+    let at = out.find("(metadata server ").unwrap_or_else(|| panic!("{out}"));
+    out[at + 17..].split(')').next().unwrap().parse().unwrap()
+}
+
+/// Goal: `mv` between directories homed on different metadata servers (which cannot rename
+/// across servers) moves anyway, as mv(1) does between file systems: a file keeps its bytes
+/// (a run of zeros among them), mode, times and striping, a directory tree arrives whole, an existing file at the
+/// destination is replaced, and nothing is left at the source.
+#[test]
+fn mv_across_metadata_servers_copies_and_removes() {
+    let c = UpCluster::start_with(2, 2);
+    for i in 0..8 {
+        c.ok(&["mkdir", &format!("/d{i}")]);
+    }
+    let on = |server: u32| (0..8).map(|i| format!("/d{i}")).find(|d| home_server(&c, d) == server).expect("a directory on each server");
+    let (here, there) = (on(0), on(1));
+
+    let work = tempfile::tempdir().unwrap();
+    let local = work.path().join("f");
+    // 1 MiB of zeros in the middle: the copy skips writing them, and must still read back.
+    let mut data = pattern(5, 700_001);
+    data.extend(vec![0u8; 1 << 20]);
+    data.extend(pattern(6, 600_000));
+    std::fs::write(&local, &data).unwrap();
+    let src = format!("{here}/f");
+    c.ok(&["put", "-c", "2", "-S", "128K", local.to_str().unwrap(), &src]);
+    c.ok(&["chmod", "600", &src]);
+    let before = stdout(&c.ok(&["stat", &src]));
+    let modify = |stat: &str| stat.lines().find(|l| l.trim_start().starts_with("modify:")).unwrap().to_string();
+    c.ok(&["put", local.to_str().unwrap(), &format!("{there}/f")]);
+
+    c.ok(&["mv", &src, &format!("{there}/f")]);
+    let moved = format!("{there}/f");
+    let after = stdout(&c.ok(&["stat", &moved]));
+    assert!(after.contains("mode: 0600"), "{after}");
+    assert_eq!(modify(&after), modify(&before));
+    assert!(stdout(&c.ok(&["getstripe", &moved])).contains("stripe_count: 2  stripe_size: 131072"));
+    let back = work.path().join("back");
+    c.ok(&["get", &moved, back.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&back).unwrap(), data);
+    assert!(c.fails(&["stat", &src]).contains("no such file"));
+    assert_eq!(stdout(&c.ok(&["ls", &there])), "f\n", "no temporary left beside it");
+
+    // A tree, into an existing directory on the other server.
+    c.ok(&["mkdir", "-p", &format!("{here}/tree/sub")]);
+    c.ok(&["put", local.to_str().unwrap(), &format!("{here}/tree/sub/x")]);
+    c.ok(&["mv", &format!("{here}/tree"), &there]);
+    c.ok(&["get", &format!("{there}/tree/sub/x"), back.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&back).unwrap(), data);
+    assert_eq!(stdout(&c.ok(&["ls", &here])), "");
 }

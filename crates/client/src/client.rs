@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use tessera_mds_proto::request::NewInode;
-use tessera_mds_proto::{Attr, DirEntry, FileLayout, FileType, FsError, Grant, InodeId, OsdUsage, Reply, Request, SetAttrs, StatFs, StripeHint};
+use tessera_mds_proto::{Attr, DirEntry, FileLayout, FileType, FsError, Grant, InodeId, OsdUsage, Reply, Request, SetAttrs, StatFs, StripeHint, Timespec};
 
 use crate::config::ClusterConfig;
 use crate::dir::Dir;
@@ -237,6 +237,13 @@ impl Client {
         let attr = self.inner.resolve("chmod", path)?;
         let changes = SetAttrs { mode: Some(mode & 0o7777), ..SetAttrs::default() };
         self.inner.attr_of(attr.ino, "chmod", path, Request::SetAttr { ino: attr.ino, changes })
+    }
+
+    /// Sets the access and modification times (`None` leaves one as it is), as utimes(2).
+    pub fn set_times(&self, path: &str, atime: Option<Timespec>, mtime: Option<Timespec>) -> Result<Attr, ClientError> {
+        let attr = self.inner.resolve("utimes", path)?;
+        let changes = SetAttrs { atime, mtime, ..SetAttrs::default() };
+        self.inner.attr_of(attr.ino, "utimes", path, Request::SetAttr { ino: attr.ino, changes })
     }
 
     /// Sets the size of the file at `path` (shrinking, or growing with a hole).

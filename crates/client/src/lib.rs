@@ -93,4 +93,4 @@ pub use extent_list::ExtentListError;
 pub use file::File;
 pub use patterns::{PatternError, StridedPattern, Subarray};
 pub use tessera_layout::Extent;
-pub use tessera_mds_proto::{Attr, DirEntry, FileLayout, FileType, FsError, InodeId, OsdUsage, StatFs, StripeHint};
+pub use tessera_mds_proto::{Attr, DirEntry, FileLayout, FileType, FsError, InodeId, OsdUsage, StatFs, StripeHint, Timespec};

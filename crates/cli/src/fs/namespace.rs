@@ -55,14 +55,6 @@ pub struct RmArgs {
 }
 
 #[derive(Args)]
-pub struct MvArgs {
-    from: String,
-    to: String,
-    #[command(flatten)]
-    cluster: ClusterArg,
-}
-
-#[derive(Args)]
 pub struct ChmodArgs {
     /// Permission bits in octal, e.g. 644 or 0444. Under capability security a change on a
     /// file revokes every capability issued for it: open handles get fresh ones that follow the
@@ -184,20 +176,6 @@ fn remove(client: &Client, path: &str, recursive: bool) -> Result<()> {
     if attr.ino != InodeId::ROOT {
         client.rmdir(path)?;
     }
-    Ok(())
-}
-
-pub fn mv(args: MvArgs) -> Result<()> {
-    let (client, _) = args.cluster.connect()?;
-    // Like mv(1): moving onto an existing directory moves into it.
-    let to = match client.stat(&args.to) {
-        Ok(a) if a.file_type == FileType::Directory => {
-            let name = args.from.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
-            format!("{}/{name}", args.to.trim_end_matches('/'))
-        }
-        _ => args.to.clone(),
-    };
-    client.rename(&args.from, &to)?;
     Ok(())
 }
 

@@ -1,0 +1,135 @@
+//! `mv`, as mv(1): a rename where the metadata servers can make one, and otherwise (a rename
+//! between directories homed on different servers, which they answer EXDEV-like with
+//! `CrossServer`) a copy and a delete, as mv(1) does between file systems.
+//!
+//! A file is copied under a temporary name beside the destination, keeping its mode, times and
+//! striping (stripe unit and count) and its holes (stripes of zeros are not written), then
+//! renamed onto the destination (one server: the two names share a directory) and only then
+//! removed at the source. A failure before that rename leaves the source as it was and removes
+//! the copy. A directory is made at the destination and its entries moved one by one, each the
+//! cheapest way; a failure part-way leaves both trees partly filled, as mv(1) does, and says so.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use tessera_client::{Attr, Client, FileType, FsError, StripeHint, Stripe};
+
+use super::ClusterArg;
+
+#[derive(Args)]
+pub struct MvArgs {
+    from: String,
+    /// The new name, or an existing directory to move into.
+    to: String,
+    #[command(flatten)]
+    cluster: ClusterArg,
+}
+
+/// Bytes copied per round when a move has to copy: whole stripes of at least this much.
+const COPY_CHUNK_MIN: u64 = 8 << 20;
+
+pub fn mv(args: MvArgs) -> Result<()> {
+    let (client, _) = args.cluster.connect()?;
+    // Like mv(1): moving onto an existing directory moves into it.
+    let to = match client.stat(&args.to) {
+        Ok(a) if a.file_type == FileType::Directory => {
+            let name = args.from.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
+            format!("{}/{name}", args.to.trim_end_matches('/'))
+        }
+        _ => args.to.clone(),
+    };
+    move_path(&client, &args.from, &to)
+}
+
+/// Renames `from` to `to`, or copies and deletes when they are on different metadata servers.
+fn move_path(client: &Client, from: &str, to: &str) -> Result<()> {
+    match client.rename(from, to) {
+        Err(e) if e.fs_error() == Some(FsError::CrossServer) => {}
+        other => return Ok(other?),
+    }
+    let attr = client.stat(from)?;
+    match attr.file_type {
+        FileType::Regular => copy_then_remove(client, from, to, &attr),
+        FileType::Symlink => {
+            let target = client.readlink(from)?;
+            replace_with(client, to, FileType::Symlink)?;
+            client.symlink(&target, to)?;
+            Ok(client.unlink(from)?)
+        }
+        FileType::Directory => {
+            client.mkdir(to, attr.mode).with_context(|| format!("moving directory {from} to another metadata server"))?;
+            for entry in client.readdir(from)? {
+                let (src, dst) = (child(from, &entry.name), child(to, &entry.name));
+                move_path(client, &src, &dst).with_context(|| format!("moving {from} to {to} stopped part-way, at {src}"))?;
+            }
+            client.set_times(to, Some(attr.atime), Some(attr.mtime))?;
+            Ok(client.rmdir(from)?)
+        }
+    }
+}
+
+/// Refuses to move over a directory or onto another kind, as rename(2) would.
+fn replace_with(client: &Client, to: &str, kind: FileType) -> Result<()> {
+    match client.stat(to) {
+        Ok(a) if a.file_type == FileType::Directory => bail!("cannot move onto directory {to}: it exists"),
+        Ok(a) if a.file_type != kind => bail!("cannot move onto {to}: it exists and is of another type"),
+        Ok(_) => Ok(client.unlink(to)?),
+        Err(e) if e.fs_error() == Some(FsError::NotFound) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn child(dir: &str, name: &str) -> String {
+    format!("{}/{name}", dir.trim_end_matches('/'))
+}
+
+fn copy_then_remove(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<()> {
+    if let Ok(existing) = client.stat(to) {
+        if existing.file_type == FileType::Directory {
+            bail!("cannot move onto directory {to}: it exists");
+        }
+    }
+    let (dir, name) = match to.trim_end_matches('/').rsplit_once('/') {
+        Some((dir, name)) => (dir.to_string(), name),
+        None => (String::new(), to),
+    };
+    let temporary = format!("{dir}/.{name}.tessera-mv-{}", std::process::id());
+    let copied = copy_file(client, from, &temporary, attr);
+    let placed = copied.and_then(|()| Ok(client.rename(&temporary, to)?));
+    if let Err(e) = placed {
+        let _ = client.unlink(&temporary);
+        return Err(e.context(format!("copying {from} to {to} (another metadata server); {from} is unchanged")));
+    }
+    Ok(client.unlink(from)?)
+}
+
+/// Copies a regular file's bytes, mode, times and striping; stripes of zeros stay holes.
+fn copy_file(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<()> {
+    let src = client.open(from)?;
+    let hint = match client.getstripe(from)? {
+        Stripe::File(layout) => {
+            Some(StripeHint { stripe_unit: layout.stripe.stripe_unit(), stripe_count: layout.stripe.stripe_count(), start_osd: None })
+        }
+        Stripe::Directory(_) => None,
+    };
+    let dst = client.create(to, attr.mode, hint)?;
+    let width = dst.layout().stripe.stripe_unit() * dst.layout().stripe.stripe_count() as u64;
+    let chunk = COPY_CHUNK_MIN.div_ceil(width.max(1)) * width.max(1);
+    let size = src.size()?;
+    let mut buf = vec![0u8; chunk.min(size.max(1)) as usize];
+    let mut offset = 0u64;
+    while offset < size {
+        let want = (size - offset).min(buf.len() as u64) as usize;
+        let n = src.pread(offset, &mut buf[..want])?;
+        if n == 0 {
+            break;
+        }
+        if buf[..n].iter().any(|&b| b != 0) {
+            dst.pwrite(offset, &buf[..n])?;
+        }
+        offset += n as u64;
+    }
+    dst.set_len(size)?;
+    dst.fsync()?;
+    client.set_times(to, Some(attr.atime), Some(attr.mtime))?;
+    Ok(())
+}
