@@ -39,7 +39,7 @@ pub mod tcp;
 pub mod wal_vfs;
 pub mod workers;
 
-pub use objects::{DataObjects, ObjectsError, OsdObjects};
+pub use objects::{DataObjects, ObjectData, ObjectsError, OsdObjects};
 pub use peer::{MdsConnection, PeerError};
 pub use pools::PrecreateConfig;
 pub use security::{OsdSecret, SecurityConfig, SecurityManager};

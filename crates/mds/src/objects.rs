@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tessera_initiator::osd_client::{OsdClient, OsdError};
 use tessera_mds_proto::{ObjectRef, OsdUsage};
-use tessera_osd_proto::pages::{ROOT_TOTAL_CAPACITY, ROOT_USED_CAPACITY, USER_OBJECT_LOGICAL_LENGTH};
+use tessera_osd_proto::pages::{ROOT_TOTAL_CAPACITY, ROOT_USED_CAPACITY, USER_OBJECT_DATA_MODIFIED, USER_OBJECT_LOGICAL_LENGTH};
 use tessera_osd_proto::{AttrId, Attribute, Command, OsdRequestBuilder};
 use tessera_security::policy::{policy_page, POLICY_ACCESS_TAG};
 use tessera_scsi::{ScsiTransport, SenseKey};
@@ -62,10 +62,21 @@ pub trait DataObjects: Send + Sync {
     fn remove(&self, object: ObjectRef) -> Result<(), ObjectsError>;
     /// The object's logical length (OSD-2 user object information page, attribute 0x82).
     fn logical_len(&self, object: ObjectRef) -> Result<u64, ObjectsError>;
+    /// The logical length and when the data last changed (timestamps page, attribute 0x5), in
+    /// one command.
+    fn data_state(&self, object: ObjectRef) -> Result<ObjectData, ObjectsError>;
     /// Sets the logical length (truncate or extend with a hole).
     fn set_logical_len(&self, object: ObjectRef, len: u64) -> Result<(), ObjectsError>;
     /// Every user object id in OSD `osd`'s data partition (for repair).
     fn list(&self, osd: u32) -> Result<Vec<u64>, ObjectsError>;
+}
+
+/// What a data object says of its file's data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectData {
+    pub logical_len: u64,
+    /// Milliseconds since the epoch.
+    pub data_modified_ms: u64,
 }
 
 /// One OSD client per storage node, indexed like the cluster map, each with its data partition.
@@ -157,6 +168,26 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
                 service_action: tessera_osd_proto::ServiceAction::GetAttributes,
                 what: "the logical length",
             })
+        })
+    }
+
+    fn data_state(&self, object: ObjectRef) -> Result<ObjectData, ObjectsError> {
+        let (client, addr) = self.addr(object)?;
+        let attrs = client.get_attributes(addr, &[USER_OBJECT_LOGICAL_LENGTH, USER_OBJECT_DATA_MODIFIED])?;
+        let value = |id, what| {
+            attrs.iter().find(|a| a.id == id).and_then(|a| a.value.as_deref()).and_then(tessera_osd_proto::pages::value_u64).ok_or_else(
+                || {
+                    ObjectsError::from(OsdError::Missing {
+                        peer: client.peer(),
+                        service_action: tessera_osd_proto::ServiceAction::GetAttributes,
+                        what,
+                    })
+                },
+            )
+        };
+        Ok(ObjectData {
+            logical_len: value(USER_OBJECT_LOGICAL_LENGTH, "the logical length")?,
+            data_modified_ms: value(USER_OBJECT_DATA_MODIFIED, "the data modified time")?,
         })
     }
 

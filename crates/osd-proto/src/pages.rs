@@ -23,6 +23,11 @@ pub const USER_OBJECT_INFO_PAGE: u32 = 0x1;
 pub const USER_OBJECT_LOGICAL_LENGTH: AttrId = AttrId::new(USER_OBJECT_INFO_PAGE, 0x82);
 pub const USER_OBJECT_USED_CAPACITY: AttrId = AttrId::new(USER_OBJECT_INFO_PAGE, 0x81);
 
+/// The user object timestamps page: 6-byte milliseconds since the epoch.
+pub const USER_OBJECT_TIMESTAMPS_PAGE: u32 = 0x3;
+/// When the object's data last changed (a WRITE, a truncate).
+pub const USER_OBJECT_DATA_MODIFIED: AttrId = AttrId::new(USER_OBJECT_TIMESTAMPS_PAGE, 0x5);
+
 /// Root information page.
 pub const ROOT_INFO_PAGE: u32 = 0x9000_0001;
 pub const ROOT_MAX_CONTINUATION_LEN: AttrId = AttrId::new(ROOT_INFO_PAGE, 0xA);

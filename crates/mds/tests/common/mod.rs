@@ -76,6 +76,15 @@ impl Faulty {
         Faulty { inner, fail_remove: AtomicBool::new(false), down: AtomicU32::new(u32::MAX), lose_create_answer: AtomicBool::new(false), hang_lengths: AtomicBool::new(false) }
     }
 
+    /// What asking a node for a length meets: the node down, or hung while `hang_lengths`.
+    fn wait_for_length(&self, object: ObjectRef) -> Result<(), ObjectsError> {
+        self.reach(object.osd)?;
+        while self.hang_lengths.load(Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        Ok(())
+    }
+
     fn reach(&self, osd: u32) -> Result<(), ObjectsError> {
         if self.down.load(Ordering::SeqCst) == osd {
             return Err(ObjectsError::Unavailable { osd });
@@ -105,11 +114,12 @@ impl DataObjects for Faulty {
         self.inner.remove(object)
     }
     fn logical_len(&self, object: ObjectRef) -> Result<u64, ObjectsError> {
-        self.reach(object.osd)?;
-        while self.hang_lengths.load(Ordering::SeqCst) {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        self.wait_for_length(object)?;
         self.inner.logical_len(object)
+    }
+    fn data_state(&self, object: ObjectRef) -> Result<tessera_mds::ObjectData, ObjectsError> {
+        self.wait_for_length(object)?;
+        self.inner.data_state(object)
     }
     fn set_logical_len(&self, object: ObjectRef, len: u64) -> Result<(), ObjectsError> {
         self.reach(object.osd)?;
