@@ -169,7 +169,8 @@ fn directory_handles_work_by_name_and_follow_renames() {
 }
 
 /// Goal: a file's mtime and ctime follow writes, though writes go straight to the OSDs and
-/// never through the metadata server, and a utimes after the last write stands as set.
+/// never through the metadata server; a chmod after a write keeps the write's mtime, and a
+/// utimes after the last write stands as set.
 /// Method: writes and `set_times` through the real client; the server reads the objects'
 /// data-modified times with their lengths.
 #[test]
@@ -185,6 +186,12 @@ fn writes_move_a_files_mtime_and_utimes_sets_it() {
     let written = c.stat("/timed").unwrap();
     assert!(written.mtime > created.mtime, "{:?} after {:?}", written.mtime, created.mtime);
     assert_eq!(written.ctime, written.mtime);
+    // A chmod moves the ctime only: the write's time stays the mtime.
+    std::thread::sleep(Duration::from_millis(20));
+    let chmodded = c.chmod("/timed", 0o600).unwrap();
+    assert_eq!(chmodded.mtime, written.mtime);
+    assert!(chmodded.ctime > written.ctime);
+    assert_eq!(c.stat("/timed").unwrap().mtime, written.mtime);
 
     let old = Timespec { secs: 1_000_000_000, nanos: 5 };
     c.set_times("/timed", Some(old), Some(old)).unwrap();

@@ -95,15 +95,21 @@ struct FileData {
 /// A regular file's attributes. Writes go from clients straight to the OSDs, never through
 /// this server, so a file whose data changed after its last metadata change (its ctime: a
 /// create, chmod, utimes, truncate) shows that change as its mtime and ctime; a utimes after
-/// the last write stands, as utimes(2) sets it.
+/// the last write stands, as utimes(2) sets it, and a chmod after it keeps the write's time
+/// (`Store::setattr_after_writes`).
 fn with_data(row: InodeRow, data: FileData) -> Attr {
     let mut attr = row.attr(data.size);
-    let changed = Timespec::from_nanos((data.modified_ms as i64).saturating_mul(1_000_000));
+    let changed = data_time(data.modified_ms);
     if changed > attr.ctime {
         attr.mtime = changed;
         attr.ctime = changed;
     }
     attr
+}
+
+/// An OSD's data time (ms since the epoch) as an inode time.
+fn data_time(ms: u64) -> Timespec {
+    Timespec::from_nanos((ms as i64).saturating_mul(1_000_000))
 }
 
 /// FNV-1a over the parent id and the name: stable across builds and machines, unlike std's
@@ -467,8 +473,15 @@ impl Mds {
     fn setattr(&self, ino: InodeId, changes: &tessera_mds_proto::SetAttrs) -> Result<Attr, FsError> {
         let revoke = changes.mode.is_some() && self.config.security.is_some();
         let tag = fresh_policy_tag();
+        // A regular file's last write is on its OSDs: read before a change that keeps the mtime.
+        let data_changed = match self.ns.read(|s| inode_and_layout(s, ino))? {
+            (row, Some(layout)) if changes.mtime.is_none() && row.kind == FileType::Regular => {
+                Some(data_time(self.data_of(&layout)?.modified_ms))
+            }
+            _ => None,
+        };
         let (row, owed) = self.ns.write(|s| {
-            let row = s.setattr(ino, changes, now())?;
+            let row = s.setattr_after_writes(ino, changes, now(), data_changed)?;
             if row.kind != FileType::Regular || !revoke {
                 return Ok((row, Vec::new()));
             }

@@ -454,9 +454,20 @@ impl Store {
 
     /// chmod / chown / utimes; ctime always moves.
     pub fn setattr(&mut self, ino: InodeId, c: &SetAttrs, now: Timespec) -> Result<InodeRow, FsError> {
+        self.setattr_after_writes(ino, c, now, None)
+    }
+
+    /// [`Store::setattr`] for a regular file whose data last changed at `data_changed` (on its
+    /// OSDs, where this store does not see it): a change that leaves the mtime alone keeps
+    /// that later time as the stored mtime, since the new ctime would hide it (`server.rs`,
+    /// `with_data`).
+    pub fn setattr_after_writes(&mut self, ino: InodeId, c: &SetAttrs, now: Timespec, data_changed: Option<Timespec>) -> Result<InodeRow, FsError> {
         let tx = &self.conn;
         self.check_local(ino)?;
         let mut row = load_inode(tx, ino)?;
+        if let Some(t) = data_changed {
+            row.mtime = row.mtime.max(t);
+        }
         if let Some(mode) = c.mode {
             row.mode = mode & MODE_MASK;
         }
