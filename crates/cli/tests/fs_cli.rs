@@ -351,6 +351,11 @@ fn mv_across_metadata_servers_copies_and_removes() {
     assert_eq!(std::fs::read(&back).unwrap(), data);
     assert!(c.fails(&["stat", &src]).contains("no such file"));
     assert_eq!(stdout(&c.ok(&["ls", &there])), "f\n", "no temporary left beside it");
+    // Several paths, as ls(1): files first, then each directory under its name.
+    let both = stdout(&c.ok(&["ls", &moved, &there, &here]));
+    assert_eq!(both, format!("{moved}\n\n{there}:\nf\n\n{here}:\n"));
+    let err = c.fails(&["ls", &there, "/missing"]);
+    assert!(err.contains("/missing") && err.contains("1 of 2 paths"), "{err}");
 
     // A tree, into an existing directory on the other server.
     c.ok(&["mkdir", "-p", &format!("{here}/tree/sub")]);

@@ -9,9 +9,10 @@ use super::ClusterArg;
 
 #[derive(Args)]
 pub struct LsArgs {
-    /// Directory or file (default: the root).
+    /// Directories or files (default: the root). With several, each directory's listing is
+    /// headed by its path, as ls(1) does.
     #[arg(default_value = "/")]
-    path: String,
+    paths: Vec<String>,
     /// Long listing: type and mode, links, owner, size, modification time.
     #[arg(short = 'l')]
     long: bool,
@@ -78,18 +79,51 @@ pub fn chmod(args: ChmodArgs) -> Result<()> {
 
 pub fn ls(args: LsArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
-    let attr = client.stat(&args.path)?;
-    let entries = if attr.file_type == FileType::Directory {
-        client.readdir(&args.path)?.into_iter().map(|e| (e.name, e.attr)).collect()
-    } else {
-        vec![(args.path.clone(), attr)]
-    };
-    for (name, attr) in entries {
-        if args.long {
-            println!("{} {:>3} {:>5} {:>5} {:>12} {} {name}", mode_string(&attr), attr.nlink, attr.uid, attr.gid, attr.size, time_string(attr.mtime.secs));
-        } else {
-            println!("{name}");
+    // As ls(1): files first, then each directory's entries; a path that fails is reported and
+    // the others are still listed, and the command then fails.
+    let mut files = Vec::new();
+    let mut dirs = Vec::new();
+    let mut failed = 0;
+    for path in &args.paths {
+        match client.stat(path) {
+            Ok(a) if a.file_type == FileType::Directory => dirs.push(path),
+            Ok(a) => files.push((path.clone(), a)),
+            Err(e) if args.paths.len() == 1 => return Err(e.into()),
+            Err(e) => {
+                eprintln!("tessera: ls: {e}");
+                failed += 1;
+            }
         }
+    }
+    let print = |entries: Vec<(String, Attr)>| {
+        for (name, attr) in entries {
+            if args.long {
+                println!("{} {:>3} {:>5} {:>5} {:>12} {} {name}", mode_string(&attr), attr.nlink, attr.uid, attr.gid, attr.size, time_string(attr.mtime.secs));
+            } else {
+                println!("{name}");
+            }
+        }
+    };
+    let headed = args.paths.len() > 1;
+    let had_files = !files.is_empty();
+    print(files);
+    for (i, dir) in dirs.into_iter().enumerate() {
+        match client.readdir(dir) {
+            Ok(entries) => {
+                if headed {
+                    let gap = if i > 0 || had_files { "\n" } else { "" };
+                    println!("{gap}{dir}:");
+                }
+                print(entries.into_iter().map(|e| (e.name, e.attr)).collect());
+            }
+            Err(e) => {
+                eprintln!("tessera: ls: {e}");
+                failed += 1;
+            }
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} of {} paths could not be listed", args.paths.len());
     }
     Ok(())
 }
