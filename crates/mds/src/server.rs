@@ -474,9 +474,11 @@ impl Mds {
         let revoke = changes.mode.is_some() && self.config.security.is_some();
         let tag = fresh_policy_tag();
         // A regular file's last write is on its OSDs: read before a change that keeps the mtime.
+        // An OSD that cannot answer does not stop the change (a chmod must still revoke); the
+        // write's time may then be hidden by the new ctime.
         let data_changed = match self.ns.read(|s| inode_and_layout(s, ino))? {
             (row, Some(layout)) if changes.mtime.is_none() && row.kind == FileType::Regular => {
-                Some(data_time(self.data_of(&layout)?.modified_ms))
+                self.data_of(&layout).ok().map(|d| data_time(d.modified_ms))
             }
             _ => None,
         };
