@@ -196,7 +196,7 @@ fn reachable(addr: &str) -> Result<()> {
 fn probe_mds(addr: &str) -> Result<String> {
     reachable(addr)?;
     let mut conn = MdsConnection::connect(addr)?;
-    match conn.call(Request::StatFs)? {
+    match conn.call(&Request::StatFs)? {
         Ok(tessera_mds_proto::Reply::StatFs(s)) => Ok(format!("{} files, {} directories", s.files, s.directories)),
         Ok(other) => bail!("unexpected answer {other:?}"),
         Err(e) => bail!("refused STATFS: {e}"),

@@ -42,7 +42,7 @@ struct Captured {
 /// Asks the metadata server for `file`'s layout by hand and keeps slot 0's credential.
 fn capture(cluster: &LocalCluster, file: &File) -> Captured {
     let mut mds = MdsConnection::connect(cluster.config().mds[0].addr.as_str()).unwrap();
-    let (layout, grant) = match mds.call(Request::GetLayout { ino: file.ino() }).unwrap().unwrap() {
+    let (layout, grant) = match mds.call(&Request::GetLayout { ino: file.ino() }).unwrap().unwrap() {
         Reply::Layout { layout, grant } => (layout, grant),
         other => panic!("{other:?}"),
     };
@@ -155,7 +155,7 @@ fn a_revocation_owed_to_a_stopped_osd_completes_when_it_returns() {
     // need the down OSD for the file's size.
     let mut mds = MdsConnection::connect(cluster.config().mds[0].addr.as_str()).unwrap();
     let chmod = Request::SetAttr { ino: f.ino(), changes: SetAttrs { mode: Some(0o444), ..SetAttrs::default() } };
-    assert_eq!(mds.call(chmod).unwrap(), Err(FsError::Io), "an incomplete revocation is reported");
+    assert_eq!(mds.call(&chmod).unwrap(), Err(FsError::Io), "an incomplete revocation is reported");
     cluster.start_osd(c.osd as u32).unwrap();
     assert_eq!(client.stat("/down").unwrap().mode & 0o777, 0o444, "the mode change itself committed");
 

@@ -76,14 +76,13 @@ impl MdsRouter {
             Some(link) => link,
             None => MdsConnection::connect(&server.addr).map_err(|e| link_error(ConnectionError::from(e).into()))?,
         };
-        let again = request.is_read_only().then(|| request.clone());
-        let result = match (link.call(request), again) {
-            (Ok(result), _) => result,
-            (Err(e), Some(request)) if e.is_lost() => {
+        let result = match link.call(&request) {
+            Ok(result) => result,
+            Err(e) if e.is_lost() && request.is_read_only() => {
                 link = MdsConnection::connect(&server.addr).map_err(|e| link_error(ConnectionError::from(e).into()))?;
-                link.call(request).map_err(|e| link_error(e.into()))?
+                link.call(&request).map_err(|e| link_error(e.into()))?
             }
-            (Err(e), _) => return Err(link_error(e.into())),
+            Err(e) => return Err(link_error(e.into())),
         };
         let mut idle = server.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < IDLE_MAX {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::{encode_frame, frame_body_len, DecodeError, Frame, FsError, Message, Reply, Request, FRAME_HEADER_LEN};
+use crate::{encode_request_frame, frame_body_len, DecodeError, Frame, FsError, Message, Reply, Request, FRAME_HEADER_LEN};
 
 /// How long a call waits for its reply by default before the connection is given up. Generous:
 /// a create may wait for CREATE on every OSD of its stripe when a pool runs dry.
@@ -67,10 +67,10 @@ impl MdsConnection {
     }
 
     /// Sends one request and waits for its answer: the server's result, or why none came.
-    pub fn call(&mut self, request: Request) -> Result<Result<Reply, FsError>, ConnectionError> {
+    pub fn call(&mut self, request: &Request) -> Result<Result<Reply, FsError>, ConnectionError> {
         let request_id = self.next_id;
         self.next_id += 1;
-        self.stream.write_all(&encode_frame(&Frame { request_id, message: Message::Request(request) }))?;
+        self.stream.write_all(&encode_request_frame(request_id, request))?;
         let mut header = [0u8; FRAME_HEADER_LEN];
         self.reader.read_exact(&mut header)?;
         // Checked before allocating, so a hostile length costs nothing.
@@ -108,7 +108,7 @@ mod tests {
     use std::net::TcpListener;
 
     use super::*;
-    use crate::{decode_frame, InodeId};
+    use crate::{decode_frame, encode_frame, InodeId};
 
     /// Goal: a connection reads as open while its server holds it, and as closed once the
     /// server has closed it, before any request is sent.
@@ -144,10 +144,10 @@ mod tests {
             drop(silent);
         });
         let mut conn = MdsConnection::connect_with_timeout(addr, Duration::from_secs(5)).unwrap();
-        let closed = conn.call(Request::StatFs).unwrap_err();
+        let closed = conn.call(&Request::StatFs).unwrap_err();
         assert!(closed.is_lost(), "{closed:?}");
         let mut conn = MdsConnection::connect_with_timeout(addr, Duration::from_millis(100)).unwrap();
-        let slow = conn.call(Request::StatFs).unwrap_err();
+        let slow = conn.call(&Request::StatFs).unwrap_err();
         assert!(!slow.is_lost(), "{slow:?}");
         server.join().unwrap();
     }
@@ -166,7 +166,7 @@ mod tests {
             s.write_all(&encode_frame(&reply)).unwrap();
         });
         let mut conn = MdsConnection::connect_with_timeout(addr, Duration::from_secs(5)).unwrap();
-        let got = conn.call(Request::GetAttr { ino: InodeId::ROOT });
+        let got = conn.call(&Request::GetAttr { ino: InodeId::ROOT });
         assert!(matches!(got, Err(ConnectionError::Mismatch { expected: 1, got: 2 })), "{got:?}");
         server.join().unwrap();
     }

@@ -57,19 +57,32 @@ pub fn frame_body_len(header: [u8; FRAME_HEADER_LEN]) -> Result<usize, DecodeErr
 /// Encodes a whole frame, header included. Panics if the message breaks the frame bound: every
 /// message's parts are bounded so that cannot happen (limits.rs asserts the sums).
 pub fn encode_frame(frame: &Frame) -> Vec<u8> {
-    let mut w = Writer::default();
-    w.u32(0); // patched below
-    w.u64(frame.request_id);
     match &frame.message {
-        Message::Request(r) => {
-            w.u8(KIND_REQUEST);
-            r.encode(&mut w);
-        }
+        Message::Request(r) => encode_request_frame(frame.request_id, r),
         Message::Reply(r) => {
-            w.u8(KIND_REPLY);
+            let mut w = frame_start(frame.request_id, KIND_REPLY);
             encode_result(r, &mut w);
+            frame_end(w)
         }
     }
+}
+
+/// [`encode_frame`] of a request the caller keeps (to send it again on another connection).
+pub fn encode_request_frame(request_id: u64, request: &Request) -> Vec<u8> {
+    let mut w = frame_start(request_id, KIND_REQUEST);
+    request.encode(&mut w);
+    frame_end(w)
+}
+
+fn frame_start(request_id: u64, kind: u8) -> Writer {
+    let mut w = Writer::default();
+    w.u32(0); // patched by frame_end
+    w.u64(request_id);
+    w.u8(kind);
+    w
+}
+
+fn frame_end(w: Writer) -> Vec<u8> {
     let mut buf = w.buf;
     assert!(buf.len() <= FRAME_LEN_MAX, "frame of {} bytes over FRAME_LEN_MAX", buf.len());
     let body_len = (buf.len() - FRAME_HEADER_LEN) as u32;

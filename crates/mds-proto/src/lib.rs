@@ -27,7 +27,7 @@ pub mod wire;
 pub use connection::{ConnectionError, MdsConnection};
 pub use error::{DecodeError, FsError};
 pub use grant::{Grant, ObjectCredential, OsdUsage};
-pub use frame::{decode_frame, encode_frame, frame_body_len, Frame, Message, FRAME_HEADER_LEN};
+pub use frame::{decode_frame, encode_frame, encode_request_frame, frame_body_len, Frame, Message, FRAME_HEADER_LEN};
 pub use reply::Reply;
 pub use request::Request;
 pub use types::*;

@@ -199,18 +199,17 @@ impl Mds {
             Some(conn) if conn.is_open() => conn,
             _ => connect()?,
         };
-        let again = request.is_read_only().then(|| request.clone());
-        let result = match (conn.call(request), again) {
-            (Ok(result), _) => result,
-            (Err(e), Some(request)) if e.is_lost() => {
+        let result = match conn.call(&request) {
+            Ok(result) => result,
+            Err(e) if e.is_lost() && request.is_read_only() => {
                 tracing::debug!(server, %e, "peer MDS connection lost; asking again on a new one");
                 conn = connect()?;
-                conn.call(request).map_err(|e| {
+                conn.call(&request).map_err(|e| {
                     tracing::warn!(server, %e, "peer MDS connection dropped");
                     FsError::Io
                 })?
             }
-            (Err(e), _) => {
+            Err(e) => {
                 tracing::warn!(server, %e, "peer MDS connection dropped");
                 return Err(FsError::Io);
             }

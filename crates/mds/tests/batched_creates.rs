@@ -30,7 +30,7 @@ fn serve(dir: &std::path::Path) -> String {
 }
 
 fn call(c: &mut MdsConnection, request: Request) -> Result<Reply, FsError> {
-    c.call(request).expect("transport")
+    c.call(&request).expect("transport")
 }
 
 #[test]

@@ -27,7 +27,7 @@ fn serve(mds: Mds) -> String {
 }
 
 fn create(c: &mut MdsConnection, name: &str) -> Result<Reply, FsError> {
-    c.call(Request::Create { parent: InodeId::ROOT, name: name.into(), new: NEW, stripe: None }).expect("transport")
+    c.call(&Request::Create { parent: InodeId::ROOT, name: name.into(), new: NEW, stripe: None }).expect("transport")
 }
 
 #[test]
@@ -47,7 +47,7 @@ fn a_request_stuck_on_an_osd_holds_up_no_create() {
     let stat_addr = addr.clone();
     std::thread::spawn(move || {
         let mut c = MdsConnection::connect(stat_addr.as_str()).unwrap();
-        stat_tx.send(c.call(Request::Lookup { parent: InodeId::ROOT, name: "f".into() }).expect("transport")).unwrap();
+        stat_tx.send(c.call(&Request::Lookup { parent: InodeId::ROOT, name: "f".into() }).expect("transport")).unwrap();
     });
     // Creates on another connection go on meanwhile (a thread, so a loop that waited for the
     // stat fails here instead of hanging).

@@ -22,7 +22,7 @@ struct Client {
 
 impl Client {
     fn call(&mut self, server: u32, r: Request) -> Result<Reply, FsError> {
-        self.servers[server as usize].call(r).unwrap()
+        self.servers[server as usize].call(&r).unwrap()
     }
     fn attr(&mut self, server: u32, r: Request) -> Attr {
         match self.call(server, r).unwrap() {

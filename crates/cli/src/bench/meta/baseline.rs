@@ -62,7 +62,7 @@ pub fn mds_round_trips(addr: &str, clients: usize, per_client: usize) -> Result<
         .collect::<Result<Vec<_>>>()?;
     phase::run(&conns, per_client, |conn, _| {
         let mut conn = conn.lock().unwrap_or_else(|p| p.into_inner());
-        match conn.call(Request::ClusterMap)? {
+        match conn.call(&Request::ClusterMap)? {
             Ok(Reply::ClusterMap(_)) => Ok(()),
             other => bail!("ClusterMap answered {other:?}"),
         }
