@@ -11,7 +11,8 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use tessera_client::{Attr, Client, FileType, FsError, StripeHint, Stripe};
+use tessera_client::path::split_parent;
+use tessera_client::{Attr, Client, FileType, FsError, StripeHint};
 
 use super::ClusterArg;
 
@@ -88,10 +89,7 @@ fn copy_then_remove(client: &Client, from: &str, to: &str, attr: &Attr) -> Resul
             bail!("cannot move onto directory {to}: it exists");
         }
     }
-    let (dir, name) = match to.trim_end_matches('/').rsplit_once('/') {
-        Some((dir, name)) => (dir.to_string(), name),
-        None => (String::new(), to),
-    };
+    let (dir, name) = split_parent("mv", to)?;
     let temporary = format!("{dir}/.{name}.tessera-mv-{}", std::process::id());
     let copied = copy_file(client, from, &temporary, attr);
     let placed = copied.and_then(|()| Ok(client.rename(&temporary, to)?));
@@ -105,13 +103,9 @@ fn copy_then_remove(client: &Client, from: &str, to: &str, attr: &Attr) -> Resul
 /// Copies a regular file's bytes, mode, times and striping; stripes of zeros stay holes.
 fn copy_file(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<()> {
     let src = client.open(from)?;
-    let hint = match client.getstripe(from)? {
-        Stripe::File(layout) => {
-            Some(StripeHint { stripe_unit: layout.stripe.stripe_unit(), stripe_count: layout.stripe.stripe_count(), start_osd: None })
-        }
-        Stripe::Directory(_) => None,
-    };
-    let dst = client.create(to, attr.mode, hint)?;
+    let stripe = &src.layout().stripe;
+    let hint = StripeHint { stripe_unit: stripe.stripe_unit(), stripe_count: stripe.stripe_count(), start_osd: None };
+    let dst = client.create(to, attr.mode, Some(hint))?;
     let width = dst.layout().stripe.stripe_unit() * dst.layout().stripe.stripe_count() as u64;
     let chunk = COPY_CHUNK_MIN.div_ceil(width.max(1)) * width.max(1);
     let size = src.size()?;
