@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use tessera_mds_proto::limits::{NAME_LEN_MAX, SYMLINK_LEN_MAX};
 use tessera_mds_proto::request::NewInode;
 use tessera_mds_proto::{Attr, DirEntry, FileLayout, FileType, FsError, Grant, InodeId, OsdUsage, Reply, Request, SetAttrs, StatFs, StripeHint, Timespec};
 
@@ -14,7 +15,7 @@ use crate::dir::Dir;
 use crate::error::{ClientError, MdsLinkError};
 use crate::file::File;
 use crate::mds_router::{reply_name, MdsRouter};
-use crate::path::{split_parent, steps, Step};
+use crate::path::{names_dir, split_parent, steps, Step};
 use crate::pool::OsdPool;
 
 /// Entries asked for per READDIR page (the protocol's maximum).
@@ -65,18 +66,24 @@ impl Inner {
         }
     }
 
-    /// Walks `path` from the root; every component but the last must be a directory.
+    /// Walks `path` from the root; every component but the last must be a directory, and the
+    /// last too when the path ends in `/`.
     pub fn resolve(&self, op: &'static str, path: &str) -> Result<Attr, ClientError> {
+        let refuse = |source| ClientError::Fs { op, path: path.to_string(), source };
         let mut at = self.attr_of(InodeId::ROOT, op, path, Request::GetAttr { ino: InodeId::ROOT })?;
         for step in steps(path) {
             if at.file_type != FileType::Directory {
-                return Err(ClientError::Fs { op, path: path.to_string(), source: FsError::NotDir });
+                return Err(refuse(FsError::NotDir));
             }
             let ino = at.ino;
             at = match step {
+                Step::Name(name) if name.len() > NAME_LEN_MAX => return Err(refuse(FsError::NameTooLong)),
                 Step::Name(name) => self.attr_of(ino, op, path, Request::Lookup { parent: ino, name: name.to_string() })?,
                 Step::Parent => self.attr_of(at.parent, op, path, Request::GetAttr { ino: at.parent })?,
             };
+        }
+        if names_dir(path) && at.file_type != FileType::Directory {
+            return Err(refuse(FsError::NotDir));
         }
         Ok(at)
     }
@@ -155,6 +162,9 @@ impl Client {
     /// Creates a regular file (EEXIST if the name is taken) and opens it. `stripe` overrides
     /// the directory's default striping; its objects exist on the OSDs when this returns.
     pub fn create(&self, path: &str, mode: u32, stripe: Option<StripeHint>) -> Result<File, ClientError> {
+        if names_dir(path) {
+            return Err(ClientError::Fs { op: "create", path: path.to_string(), source: FsError::IsDir });
+        }
         let (dir, name) = self.inner.parent_of("create", path)?;
         self.inner.create_in(dir.ino, name, path, mode, stripe)
     }
@@ -175,13 +185,18 @@ impl Client {
         match attr.file_type {
             FileType::Regular => {}
             FileType::Directory => return Err(ClientError::Fs { op: "open", path: path.to_string(), source: FsError::IsDir }),
-            FileType::Symlink => return Err(ClientError::Fs { op: "open", path: path.to_string(), source: FsError::Invalid }),
+            FileType::Symlink => return Err(ClientError::Fs { op: "open", path: path.to_string(), source: FsError::Loop }),
         }
         let (layout, grant) = self.inner.layout(attr.ino, "open", path)?;
         File::new(self.inner.clone(), path, attr.ino, layout, &grant)
     }
 
     pub fn unlink(&self, path: &str) -> Result<(), ClientError> {
+        if names_dir(path) {
+            // Only a directory can end in `/`, and unlink does not remove directories.
+            self.inner.resolve("unlink", path)?;
+            return Err(ClientError::Fs { op: "unlink", path: path.to_string(), source: FsError::IsDir });
+        }
         let (dir, name) = self.inner.parent_of("unlink", path)?;
         self.inner.done(dir.ino, "unlink", path, Request::Unlink { parent: dir.ino, name: name.to_string() })
     }
@@ -189,6 +204,10 @@ impl Client {
     /// Renames `from` to `to`, replacing a file at `to`. Between directories homed on different
     /// metadata servers the answer is EXDEV (copy and delete instead, as `mv` does).
     pub fn rename(&self, from: &str, to: &str) -> Result<(), ClientError> {
+        if (names_dir(from) || names_dir(to)) && self.inner.resolve("rename", from)?.file_type != FileType::Directory {
+            // A trailing `/` on either side is only allowed when a directory is moved.
+            return Err(ClientError::Fs { op: "rename", path: from.to_string(), source: FsError::NotDir });
+        }
         let (src, src_name) = self.inner.parent_of("rename", from)?;
         let (dst, dst_name) = self.inner.parent_of("rename", to)?;
         let request =
@@ -198,6 +217,13 @@ impl Client {
 
     /// Makes `link` a symbolic link holding `target` (not checked to exist).
     pub fn symlink(&self, target: &str, link: &str) -> Result<Attr, ClientError> {
+        let refuse = |source| ClientError::Fs { op: "symlink", path: link.to_string(), source };
+        match target.len() {
+            0 => return Err(refuse(FsError::NotFound)), // as Linux answers an empty target
+            n if n > SYMLINK_LEN_MAX => return Err(refuse(FsError::NameTooLong)),
+            _ if names_dir(link) => return Err(refuse(FsError::NotFound)), // as Linux: a link is not a directory
+            _ => {}
+        }
         let (dir, name) = self.inner.parent_of("symlink", link)?;
         let request =
             Request::Symlink { parent: dir.ino, name: name.to_string(), target: target.to_string(), new: self.inner.new_inode(0o777) };
@@ -241,6 +267,9 @@ impl Client {
 
     /// Sets the access and modification times (`None` leaves one as it is), as utimes(2).
     pub fn set_times(&self, path: &str, atime: Option<Timespec>, mtime: Option<Timespec>) -> Result<Attr, ClientError> {
+        if [atime, mtime].iter().flatten().any(|t| t.nanos >= 1_000_000_000) {
+            return Err(ClientError::Fs { op: "utimes", path: path.to_string(), source: FsError::Invalid });
+        }
         let attr = self.inner.resolve("utimes", path)?;
         let changes = SetAttrs { atime, mtime, ..SetAttrs::default() };
         self.inner.attr_of(attr.ino, "utimes", path, Request::SetAttr { ino: attr.ino, changes })

@@ -177,3 +177,17 @@ fn refused_field(error: &ClientError) -> Option<usize> {
 pub fn is_capability_refusal(error: &ClientError) -> bool {
     refused_field(error).is_some()
 }
+
+/// CDB byte of the user object id (OSD-2 r05 §5.2.1): where an OSD points when the object
+/// does not exist.
+const CDB_OBJECT_ID: u16 = 24;
+
+/// Whether an OSD refused a command because its object does not exist (INVALID FIELD IN CDB
+/// at the object id): the file was removed, or its objects were lost.
+pub fn is_missing_object(error: &ClientError) -> bool {
+    let ClientError::Osd { source, .. } = error else { return false };
+    let OsdError::Sense { sense, .. } = source.as_ref() else { return false };
+    sense.key == SenseKey::IllegalRequest
+        && sense.asc_ascq() == 0x2400
+        && sense.field_pointer.is_some_and(|f| f.in_cdb && f.byte == CDB_OBJECT_ID)
+}

@@ -5,6 +5,7 @@
 use tessera_initiator::osd_client::OsdError;
 use tessera_layout::{DescriptorError, PlanError};
 use tessera_mds_proto::{ConnectionError, FsError};
+use tessera_scsi::SenseKey;
 use thiserror::Error;
 
 use crate::config::ConfigError;
@@ -97,7 +98,8 @@ impl ClientError {
             | ClientError::Config(_)
             | ClientError::Stripe { .. } => EINVAL,
             ClientError::SizeOverflow { .. } | ClientError::TooLarge { .. } => EFBIG,
-            ClientError::Mds { .. } | ClientError::Osd { .. } | ClientError::UnknownIndex { .. } | ClientError::Grant { .. } => EIO,
+            ClientError::Osd { source, .. } => osd_errno(source),
+            ClientError::Mds { .. } | ClientError::UnknownIndex { .. } | ClientError::Grant { .. } => EIO,
         }
     }
 
@@ -107,5 +109,20 @@ impl ClientError {
             ClientError::Fs { source, .. } => Some(*source),
             _ => None,
         }
+    }
+}
+
+/// The errno of an OSD refusal: the two space refusals keep their meaning, everything else
+/// is EIO.
+fn osd_errno(e: &OsdError) -> i32 {
+    const EIO: i32 = 5;
+    const EFBIG: i32 = 27;
+    const ENOSPC: i32 = 28;
+    match e.sense().map(|s| (s.key, s.asc, s.ascq)) {
+        // QUOTA ERROR: past the object length limit (or a capacity quota).
+        Some((SenseKey::DataProtect, 0x55, 0x07)) => EFBIG,
+        // SPACE ALLOCATION FAILED WRITE PROTECT: the OSD's file system is full.
+        Some((SenseKey::DataProtect, 0x27, 0x07)) => ENOSPC,
+        _ => EIO,
     }
 }

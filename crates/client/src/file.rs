@@ -10,13 +10,13 @@
 use std::sync::{Arc, Mutex};
 
 use tessera_layout::Extent;
-use tessera_mds_proto::{Attr, FileLayout, InodeId, ObjectCredential, Request};
+use tessera_mds_proto::{Attr, FileLayout, FsError, InodeId, ObjectCredential, Request};
 use tessera_osd_proto::{AttrId, Attribute, RetrievedAttr};
 use tessera_security::clock::now_ms;
 
 use crate::client::Inner;
 use crate::command_plan::Mode;
-use crate::credentials::{decode_grant, is_capability_refusal, is_permission_refusal, FileGrant};
+use crate::credentials::{decode_grant, is_capability_refusal, is_missing_object, is_permission_refusal, FileGrant};
 use crate::error::ClientError;
 use crate::objects;
 use crate::striped_io::StripedFile;
@@ -60,15 +60,29 @@ impl File {
             self.refresh_grant()?;
         }
         match op() {
+            Err(e) if is_missing_object(&e) => Err(self.removed_or(name, e)),
             Err(e) if secure && is_capability_refusal(&e) => {
                 tracing::debug!(path = %self.path, %e, "capability refused; asking for a fresh one");
                 self.refresh_grant()?;
                 op().map_err(|e| match is_permission_refusal(&e) {
-                    true => ClientError::Fs { op: name, path: self.path.clone(), source: tessera_mds_proto::FsError::Access },
+                    true => ClientError::Fs { op: name, path: self.path.clone(), source: FsError::Access },
                     false => e,
                 })
             }
             result => result,
+        }
+    }
+
+    /// An object of this file is missing on its OSD. Tessera removes a file's objects when
+    /// its last name goes (there is no deferred removal for open files, as in PVFS), so if the
+    /// metadata server no longer has the inode, or gives it another layout, `op` answers
+    /// ESTALE; otherwise the object was lost and the OSD's refusal stands.
+    fn removed_or(&self, op: &'static str, refusal: ClientError) -> ClientError {
+        match self.refresh_grant() {
+            Err(e) if matches!(e.fs_error(), Some(FsError::Stale | FsError::NotFound)) => {
+                ClientError::Fs { op, path: self.path.clone(), source: FsError::Stale }
+            }
+            _ => refusal,
         }
     }
 
@@ -77,7 +91,7 @@ impl File {
         let (layout, grant) = self.inner.layout(self.ino, "refresh credentials", &self.path)?;
         if layout != self.layout {
             // Layouts never change after create; a different one means the inode was replaced.
-            return Err(ClientError::Fs { op: "refresh credentials", path: self.path.clone(), source: tessera_mds_proto::FsError::Stale });
+            return Err(ClientError::Fs { op: "refresh credentials", path: self.path.clone(), source: FsError::Stale });
         }
         let credentials = decode_grant(&layout, &grant, &self.path)?;
         self.grant.lock().unwrap_or_else(|p| p.into_inner()).renew(credentials);

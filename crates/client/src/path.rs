@@ -1,6 +1,7 @@
 //! Path syntax: `/`-separated names from the root. Empty components and `.` are skipped, `..`
 //! goes to the parent (the root is its own parent). Relative paths are taken from the root:
-//! the library has no working directory.
+//! the library has no working directory. As in POSIX pathname resolution, a path ending in
+//! `/` (or `/.`, `/..`) names a directory: `stat("file/")` is ENOTDIR, `create("new/")` EISDIR.
 
 use tessera_mds_proto::limits::NAME_LEN_MAX;
 use tessera_mds_proto::FsError;
@@ -17,6 +18,11 @@ pub enum Step<'a> {
 /// The steps of `path` from the root.
 pub fn steps(path: &str) -> impl Iterator<Item = Step<'_>> {
     path.split('/').filter(|c| !c.is_empty() && *c != ".").map(|c| if c == ".." { Step::Parent } else { Step::Name(c) })
+}
+
+/// Whether `path` can only name a directory: its last component is empty, `.` or `..`.
+pub fn names_dir(path: &str) -> bool {
+    matches!(path.rsplit('/').next(), Some("" | "." | "..")) && path.contains('/')
 }
 
 /// Splits `path` into (parent path, final name) for an operation that makes or removes an
@@ -55,6 +61,8 @@ mod tests {
         assert_eq!(split_parent("mkdir", "top").unwrap(), ("", "top"));
         assert_eq!(split_parent("mkdir", "/").unwrap_err().fs_error(), Some(FsError::Invalid));
         assert_eq!(split_parent("mkdir", "/a/..").unwrap_err().fs_error(), Some(FsError::Invalid));
+        assert!(names_dir("/a/") && names_dir("/a/.") && names_dir("a/..") && names_dir("/"));
+        assert!(!names_dir("/a") && !names_dir("a") && !names_dir("") && !names_dir("/a/.b"));
         let long = format!("/{}", "x".repeat(NAME_LEN_MAX + 1));
         assert_eq!(split_parent("create", &long).unwrap_err().fs_error(), Some(FsError::NameTooLong));
     }

@@ -205,3 +205,58 @@ fn writes_move_a_files_mtime_and_utimes_sets_it() {
     assert!(rewritten.mtime > set.ctime, "a write after the utimes moves the mtime again");
     assert_eq!(rewritten.size, 5000 + 20);
 }
+
+/// Goal: the path and errno rules POSIX users rely on. Over-long names answer ENAMETOOLONG at
+/// any depth (never a panic); a trailing `/` names a directory (ENOTDIR on a file, EISDIR on
+/// create); a symlink is not opened (ELOOP); out-of-range times are EINVAL; a sparse write far
+/// past the device's size is allowed (only written bytes use space); I/O through a handle
+/// whose file was removed answers ESTALE. Method: a real two-OSD cluster, each case checked
+/// against its errno.
+#[test]
+fn paths_and_errnos_follow_posix() {
+    use tessera_client::Timespec;
+    let cluster = start(2, 1);
+    let c = cluster.client();
+    c.mkdir("/d", 0o755).unwrap();
+    let f = c.create("/d/file", 0o644, hint(4096, 2)).unwrap();
+    f.pwrite(0, b"some bytes").unwrap();
+
+    let long = "n".repeat(256);
+    for path in [format!("/d/{long}"), format!("/{long}/x"), format!("/d/{}", "z".repeat(70_000))] {
+        assert_eq!(fs_err(c.stat(&path)), FsError::NameTooLong, "stat of {} bytes", path.len());
+        assert_eq!(fs_err(c.open(&path)), FsError::NameTooLong);
+        assert_eq!(fs_err(c.readdir(&path)), FsError::NameTooLong);
+    }
+    assert_eq!(fs_err(c.mkdir(&format!("/{long}/x"), 0o755)), FsError::NameTooLong);
+    assert_eq!(fs_err(c.unlink(&format!("/{long}/x"))), FsError::NameTooLong);
+    assert_eq!(fs_err(c.symlink(&"t".repeat(4096), "/d/l")), FsError::NameTooLong);
+    assert_eq!(fs_err(c.symlink("", "/d/l")), FsError::NotFound);
+
+    assert_eq!(fs_err(c.stat("/d/file/")), FsError::NotDir);
+    assert_eq!(fs_err(c.stat("/d/file/.")), FsError::NotDir);
+    assert_eq!(fs_err(c.open("/d/file/")), FsError::NotDir);
+    assert_eq!(fs_err(c.create("/d/new/", 0o644, None)), FsError::IsDir);
+    assert_eq!(fs_err(c.unlink("/d/file/")), FsError::NotDir);
+    assert_eq!(fs_err(c.rename("/d/file/", "/d/other")), FsError::NotDir);
+    assert_eq!(fs_err(c.rename("/d/file", "/d/other/")), FsError::NotDir);
+    assert_eq!(c.stat("/d/").unwrap().file_type, FileType::Directory);
+    c.rename("/d/", "/e/").unwrap();
+    assert_eq!(c.stat("/e/file").unwrap().size, 10, "a directory moves with trailing slashes");
+
+    c.symlink("/e/file", "/e/link").unwrap();
+    assert_eq!(fs_err(c.open("/e/link")), FsError::Loop);
+    let bad = Timespec { secs: 1, nanos: 1_000_000_000 };
+    assert_eq!(fs_err(c.set_times("/e/file", Some(bad), None)), FsError::Invalid);
+
+    let f = c.open("/e/file").unwrap();
+    f.pwrite(16 << 40, b"x").expect("a sparse write 16 TiB out (8 TiB per object) uses one block");
+    assert_eq!(f.size().unwrap(), (16 << 40) + 1);
+    f.set_len(10).unwrap();
+
+    c.unlink("/e/file").unwrap();
+    let mut buf = [0u8; 4];
+    let err = f.pread(0, &mut buf).unwrap_err();
+    assert_eq!(err.fs_error(), Some(FsError::Stale), "I/O through a removed file's handle: {err}");
+    assert_eq!(err.errno(), 116);
+    assert_eq!(f.pwrite(0, b"x").unwrap_err().fs_error(), Some(FsError::Stale));
+}

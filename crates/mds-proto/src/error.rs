@@ -42,10 +42,17 @@ pub enum FsError {
     /// The file's mode does not allow the operation (truncating a file without write bits).
     #[error("permission denied")]
     Access,
+    /// The path names a symbolic link where a file was needed (every call has lstat
+    /// semantics; links are not followed), as open(O_NOFOLLOW) answers.
+    #[error("too many levels of symbolic links (links are not followed)")]
+    Loop,
+    /// A size or offset past what a file can hold.
+    #[error("file too large")]
+    TooBig,
 }
 
 impl FsError {
-    pub const ALL: [FsError; 15] = [
+    pub const ALL: [FsError; 17] = [
         FsError::NotFound,
         FsError::Exists,
         FsError::NotEmpty,
@@ -61,6 +68,8 @@ impl FsError {
         FsError::Busy,
         FsError::Protocol,
         FsError::Access,
+        FsError::Loop,
+        FsError::TooBig,
     ];
 
     /// The Linux errno. It is also the wire code, so a capture reads naturally.
@@ -70,6 +79,7 @@ impl FsError {
             FsError::Io => 5,           // EIO
             FsError::Access => 13,      // EACCES
             FsError::Busy => 16,        // EBUSY
+            FsError::TooBig => 27,      // EFBIG
             FsError::Exists => 17,      // EEXIST
             FsError::CrossServer => 18, // EXDEV
             FsError::NotDir => 20,      // ENOTDIR
@@ -78,6 +88,7 @@ impl FsError {
             FsError::NoSpace => 28,     // ENOSPC
             FsError::NameTooLong => 36, // ENAMETOOLONG
             FsError::NotEmpty => 39,    // ENOTEMPTY
+            FsError::Loop => 40,        // ELOOP
             FsError::Misdirected => 66, // EREMOTE
             FsError::Protocol => 71,    // EPROTO
             FsError::Stale => 116,      // ESTALE
