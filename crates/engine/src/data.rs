@@ -77,17 +77,18 @@ impl Engine {
         })
     }
 
-    /// Checks a write ending at `end` against the object length quota, the partition
-    /// capacity quota and the formatted capacity. Growth is counted as the bytes beyond the
-    /// current logical length (an overwrite costs nothing).
-    pub(crate) fn check_quotas(&self, row: &ObjectRow, end: u64) -> Result<(), CommandError> {
+    /// Checks a write of `written` bytes ending at `end` against the object length quota, the
+    /// partition capacity quota and the formatted capacity. Growth is counted as the bytes
+    /// beyond the current logical length, but never more than the bytes written: a write past
+    /// a hole allocates only its own data, so a sparse file may be larger than the device.
+    pub(crate) fn check_quotas(&self, row: &ObjectRow, end: u64, written: u64) -> Result<(), CommandError> {
         let addr = row.addr;
         let pid = addr.partition_id.0;
         let exceeded = |quota| CommandError::QuotaExceeded { addr, quota };
         if end > ID_MAX {
             return Err(exceeded("maximum user object length"));
         }
-        let growth = end.saturating_sub(row.logical_len);
+        let growth = end.saturating_sub(row.logical_len).min(written);
         self.db.read(|c| {
             if end > quotas::max_object_length(c, addr)? {
                 return Err(exceeded("maximum user object length"));
@@ -144,7 +145,7 @@ impl Engine {
         assert_eq!(data.len() as u64, len, "the decoder guarantees data of the CDB length");
         let list = pieces(layout, offset, len);
         let end = list.iter().map(|p| p.object_offset + p.len as u64).max().unwrap_or(offset);
-        self.check_quotas(row, end)?;
+        self.check_quotas(row, end, len)?;
         if end > row.logical_len {
             self.trim_stale_tail(addr, row.logical_len)?;
         }

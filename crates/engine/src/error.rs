@@ -76,6 +76,11 @@ impl StorageError {
                 // SPACE ALLOCATION FAILED WRITE PROTECT (27/07): the file system is full.
                 Sense::new(SenseKey::DataProtect, 0x27, 0x07)
             }
+            StorageError::Io { source, .. } if source.raw_os_error() == Some(libc::EFBIG) => {
+                // The file system under the OSD holds no object this long: a limit on the
+                // object's length, reported as QUOTA ERROR (55/07) as the length quota is.
+                Sense::new(SenseKey::DataProtect, 0x55, 0x07)
+            }
             StorageError::Io { op: IoOp::Read | IoOp::Map, .. } => Sense::new(SenseKey::MediumError, 0x11, 0x00),
             StorageError::Io { .. } => Sense::new(SenseKey::MediumError, 0x0C, 0x00),
             // INTERNAL TARGET FAILURE (44/00): the attribute store is not the medium.

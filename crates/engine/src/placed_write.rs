@@ -135,7 +135,7 @@ impl Engine {
         let _epoch = self.epoch.read().unwrap_or_else(|p| p.into_inner());
         let _lock = self.locks.write(addr);
         let row = self.user_row(addr)?;
-        self.check_quotas(&row, end)?;
+        self.check_quotas(&row, end, len)?;
         let file = self.data.file_for_write(addr)?;
         if end > row.logical_len {
             self.trim_stale_tail(addr, row.logical_len)?;
@@ -176,7 +176,7 @@ impl Engine {
             let source = std::io::Error::other("a mapped page of the object was lost while its data arrived");
             return Err(StorageError::Io { op: IoOp::Write, source }.into());
         }
-        self.check_quotas(&row, w.end)?;
+        self.check_quotas(&row, w.end, w.len)?;
         if cx.durable {
             self.data.sync(addr)?;
         }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use tessera_initiator::osd_client::{OsdClient, OsdError};
-use tessera_mds_proto::{ObjectRef, OsdUsage};
+use tessera_mds_proto::{FsError, ObjectRef, OsdUsage};
 use tessera_osd_proto::pages::{ROOT_TOTAL_CAPACITY, ROOT_USED_CAPACITY, USER_OBJECT_DATA_MODIFIED, USER_OBJECT_LOGICAL_LENGTH};
 use tessera_osd_proto::{AttrId, Attribute, Command, OsdRequestBuilder};
 use tessera_security::policy::{policy_page, POLICY_ACCESS_TAG};
@@ -24,6 +24,22 @@ pub enum ObjectsError {
     /// Raised by test implementations to simulate a node that is down.
     #[error("OSD {osd} unavailable")]
     Unavailable { osd: u32 },
+}
+
+impl ObjectsError {
+    /// The namespace error a length change refused by the OSD answers: a length past what the
+    /// object may hold (QUOTA ERROR 55/07) is EFBIG, a full OSD (27/07) ENOSPC, the rest EIO.
+    pub fn length_refusal(&self) -> FsError {
+        let sense = match self {
+            ObjectsError::Osd(e) => e.sense(),
+            _ => None,
+        };
+        match sense.map(|s| (s.key, s.asc, s.ascq)) {
+            Some((SenseKey::DataProtect, 0x55, 0x07)) => FsError::TooBig,
+            Some((SenseKey::DataProtect, 0x27, 0x07)) => FsError::NoSpace,
+            _ => FsError::Io,
+        }
+    }
 }
 
 impl From<OsdError> for ObjectsError {
