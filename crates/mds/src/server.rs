@@ -233,10 +233,16 @@ impl Mds {
 
     /// An inode's attributes; a regular file's size and data times come from its objects.
     fn attr_from(&self, row: InodeRow, layout: Option<&FileLayout>) -> Result<Attr, FsError> {
-        Ok(match layout {
-            Some(l) => with_data(row, self.data_of(l)?),
-            None => row.attr(0),
-        })
+        let Some(l) = layout else { return Ok(row.attr(0)) };
+        match self.data_of(l) {
+            Ok(data) => Ok(with_data(row, data)),
+            // An unlink between reading the inode and asking its objects removes both: the
+            // file is gone, not broken.
+            Err(e) => match self.ns.read(|s| s.inode(row.ino)) {
+                Err(FsError::Stale | FsError::NotFound) => Err(FsError::Stale),
+                _ => Err(e),
+            },
+        }
     }
 
     fn attr(&self, ino: InodeId) -> Result<Attr, FsError> {
@@ -365,10 +371,12 @@ impl Mds {
             let local = if entry.ino.server() == me { Some(inode_and_layout(s, entry.ino)?) } else { None };
             Ok((entry, local))
         })?;
-        match local {
+        let attr = match local {
             Some((row, layout)) => self.attr_from(row, layout.as_ref()),
             None => self.peer_attr(entry.ino),
-        }
+        };
+        // The inode went after its name was read: to this lookup, the name was not there.
+        attr.map_err(|e| if e == FsError::Stale { FsError::NotFound } else { e })
     }
 
     fn mkdir(&self, parent: InodeId, name: &str, new: &NewInode) -> Result<Attr, FsError> {
@@ -537,12 +545,25 @@ impl Mds {
     }
 
     fn readdir(&self, dir: InodeId, after: Option<&str>, max: u32) -> Result<Reply, FsError> {
-        let (entries, more) = self.ns.read(|s| s.readdir(dir, after, max))?;
-        let mut out = Vec::with_capacity(entries.len());
-        for e in entries {
-            out.push(DirEntry { attr: self.attr(e.ino)?, name: e.name });
+        let mut after = after.map(str::to_owned);
+        loop {
+            let (entries, more) = self.ns.read(|s| s.readdir(dir, after.as_deref(), max))?;
+            let last = entries.last().map(|e| e.name.clone());
+            let mut out = Vec::with_capacity(entries.len());
+            for e in entries {
+                match self.attr(e.ino) {
+                    Ok(attr) => out.push(DirEntry { attr, name: e.name }),
+                    // Removed since the page was read: POSIX lets readdir leave it out.
+                    Err(FsError::Stale | FsError::NotFound) => {}
+                    Err(other) => return Err(other),
+                }
+            }
+            // A page whose entries all went would read as the end to the client: go on.
+            if !out.is_empty() || !more {
+                return Ok(Reply::DirPage { entries: out, more });
+            }
+            after = last;
         }
-        Ok(Reply::DirPage { entries: out, more })
     }
 
     /// Sets every object's length. A file without write bits cannot be truncated, the same
@@ -557,7 +578,7 @@ impl Mds {
             let len = layout.stripe.object_len(size, slot as u32);
             self.objects.set_logical_len(*o, len).map_err(|e| {
                 tracing::warn!(?o, %e, "truncate failed");
-                FsError::Io
+                e.length_refusal()
             })?;
         }
         let row = self.ns.write(|s| s.touch_file(ino, now()))?;
