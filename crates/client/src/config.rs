@@ -6,6 +6,7 @@
 //! order is therefore part of the cluster's identity and must match the MDS cluster map.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tessera_initiator::iscsi::{load_chap_secrets, ChapFileError, SessionConfig};
@@ -49,6 +50,8 @@ pub enum ConfigError {
     SessionsPerOsd(u32),
     #[error("max_transfer_bytes = {0} is outside {MAX_TRANSFER_BYTES_MIN}..={TRANSFER_LEN_MAX}")]
     MaxTransfer(u64),
+    #[error("osd_liveness_secs = {0} is outside 1..=3600")]
+    Liveness(u64),
     #[error("{what} {index} has an empty {field}")]
     Empty { what: &'static str, index: usize, field: &'static str },
     #[error(transparent)]
@@ -86,6 +89,10 @@ pub struct ClusterConfig {
     pub sessions_per_osd: u32,
     #[serde(default = "default_max_transfer_bytes")]
     pub max_transfer_bytes: u64,
+    /// Seconds an OSD may stay silent while commands wait on it before it is pinged; a ping
+    /// unanswered for as long again fails those commands, naming the OSD (1 to 3600).
+    #[serde(default = "default_osd_liveness_secs")]
+    pub osd_liveness_secs: u64,
     /// A CHAP secret file (mode 0600) for logging in to OSDs that require CHAP; its first line
     /// is this initiator's user and secret, an optional second line the OSDs' own (mutual CHAP).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -110,6 +117,9 @@ fn default_sessions_per_osd() -> u32 {
 fn default_max_transfer_bytes() -> u64 {
     DEFAULT_MAX_TRANSFER_BYTES
 }
+fn default_osd_liveness_secs() -> u64 {
+    tessera_initiator::iscsi::DEFAULT_LIVENESS.as_secs()
+}
 
 impl ClusterConfig {
     /// A configuration with the default client settings.
@@ -118,6 +128,7 @@ impl ClusterConfig {
             initiator_name: default_initiator_name(),
             sessions_per_osd: DEFAULT_SESSIONS_PER_OSD,
             max_transfer_bytes: DEFAULT_MAX_TRANSFER_BYTES,
+            osd_liveness_secs: default_osd_liveness_secs(),
             chap_secret_file: None,
             mds,
             osds,
@@ -127,7 +138,7 @@ impl ClusterConfig {
     /// How to log in to OSD `osd`: this configuration's initiator name and, when it names a
     /// secret file, CHAP credentials (the file is read and its mode checked each time).
     pub fn session_config(&self, osd: &OsdEntry) -> Result<SessionConfig, ConfigError> {
-        let config = SessionConfig::new(&self.initiator_name, &osd.target);
+        let config = SessionConfig { liveness: Duration::from_secs(self.osd_liveness_secs), ..SessionConfig::new(&self.initiator_name, &osd.target) };
         match &self.chap_secret_file {
             None => Ok(config),
             Some(path) => Ok(config.with_chap(load_chap_secrets(path).map_err(ConfigError::Chap)?)),
@@ -178,6 +189,9 @@ impl ClusterConfig {
         }
         if !(MAX_TRANSFER_BYTES_MIN..=TRANSFER_LEN_MAX).contains(&self.max_transfer_bytes) {
             return Err(ConfigError::MaxTransfer(self.max_transfer_bytes));
+        }
+        if !(1..=3600).contains(&self.osd_liveness_secs) {
+            return Err(ConfigError::Liveness(self.osd_liveness_secs));
         }
         for (index, m) in self.mds.iter().enumerate() {
             if m.addr.is_empty() {

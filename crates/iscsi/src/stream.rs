@@ -43,12 +43,16 @@ pub enum ReadError {
     /// The data was consumed and the stream is still framed; the PDU must be rejected.
     #[error("data digest mismatch")]
     DataDigest,
+    /// The socket's read timeout passed before a PDU began: nothing was consumed and the
+    /// stream is still framed (a session uses this to notice a silent peer).
+    #[error("no PDU arrived within the read timeout")]
+    Idle,
 }
 
 impl ReadError {
     /// True when the stream can no longer be framed and the connection must close.
     pub fn is_fatal(&self) -> bool {
-        !matches!(self, ReadError::DataDigest)
+        !matches!(self, ReadError::DataDigest | ReadError::Idle)
     }
 }
 
@@ -105,7 +109,10 @@ impl<R: Read> PduReader<R> {
     /// Reads a BHS, its AHS and header digest, and decodes it.
     pub fn read_header(&mut self) -> Result<Incoming, ReadError> {
         let mut bhs = [0u8; BHS_LEN];
-        let first = self.inner.read(&mut bhs)?;
+        let first = match self.inner.read(&mut bhs) {
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => return Err(ReadError::Idle),
+            other => other?,
+        };
         if first == 0 {
             return Err(ReadError::Closed);
         }

@@ -66,6 +66,10 @@ pub enum TransportError {
     SessionClosed { peer: String },
     #[error("command aborted by {peer}")]
     Aborted { peer: String },
+    /// The target stayed silent past the liveness limit (a NOP-Out ping went unanswered, or a
+    /// login got no answer): the connection was closed rather than waited on for ever.
+    #[error("{peer} did not answer for {secs} s; connection closed (is the daemon stopped or the network down?)")]
+    Unresponsive { peer: String, secs: u64 },
     #[error("request of {len} bytes exceeds the limit of {max}")]
     TooLarge { len: u64, max: u64 },
 }

@@ -13,7 +13,11 @@ use std::time::Instant;
 use tessera_iscsi::PduReader;
 use tessera_scsi::TransportError;
 
-use super::login::proto;
+use tessera_iscsi::bhs::RESERVED_TAG;
+use tessera_iscsi::pdu::{NopOut, Pdu};
+
+use super::login::{io_err, proto};
+use super::rx::Activity;
 use super::session::Inner;
 
 #[derive(Default)]
@@ -91,23 +95,47 @@ impl Inner {
             if self.closed.load(std::sync::atomic::Ordering::Acquire) {
                 return Err(self.closed_error());
             }
-            if let Some(d) = deadline {
-                let left = d.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(proto(&self.peer, "timed out waiting for the target"));
-                }
-                let _ = self.socket.set_read_timeout(Some(left));
+            // Checked between reads: a read waits at most the liveness interval.
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(proto(&self.peer, "timed out waiting for the target"));
             }
-            let handled = super::rx::read_one(self, &mut reader);
-            if deadline.is_some() {
-                let _ = self.socket.set_read_timeout(None);
-            }
-            if let Err(e) = handled {
+            let activity = super::rx::read_one(self, &mut reader).and_then(|a| match a {
+                Activity::Handled => Ok(()),
+                Activity::Idle => self.ping_or_give_up(),
+            });
+            if let Err(e) = activity {
                 let _ = self.socket.shutdown(std::net::Shutdown::Both);
-                self.fail_all();
+                let secs = self.liveness.as_secs() * 2;
+                match &e {
+                    TransportError::Unresponsive { .. } => self.fail_all_with(|| TransportError::Unresponsive { peer: self.peer.clone(), secs }),
+                    _ => self.fail_all(),
+                }
                 return Err(e);
             }
             self.rx.wake();
         }
+    }
+
+    /// The target said nothing for a liveness interval while someone waits on it. If the
+    /// ping sent at the last such silence is still unanswered, the target is gone; otherwise
+    /// ping it now (NOP-Out, RFC 7143 §11.18), unless another thread is writing (a write that
+    /// makes no progress fails by itself, through the socket's write timeout).
+    fn ping_or_give_up(&self) -> Result<(), TransportError> {
+        let mut ping = self.ping.lock().expect("ping lock poisoned");
+        if let Some((itt, slot)) = ping.take() {
+            let answered = slot.state.lock().expect("slot lock poisoned").done.is_some();
+            self.unregister(itt);
+            if !answered {
+                return Err(TransportError::Unresponsive { peer: self.peer.clone(), secs: self.liveness.as_secs() * 2 });
+            }
+        }
+        let Ok(mut tx) = self.tx.try_lock() else { return Ok(()) };
+        let (itt, slot) = self.register(0, 0);
+        let cmd_sn = self.window.lock().expect("window lock poisoned").next_cmd_sn;
+        let exp_stat_sn = self.exp_stat_sn.load(std::sync::atomic::Ordering::Acquire);
+        let nop = Pdu::NopOut(NopOut { immediate: true, lun: 0, itt, ttt: RESERVED_TAG, cmd_sn, exp_stat_sn });
+        tx.write_pdu(&nop, &[]).map_err(|e| io_err(&self.peer, e))?;
+        *ping = Some((itt, slot));
+        Ok(())
     }
 }

@@ -38,6 +38,7 @@ pub(crate) fn read_err(peer: &str, e: tessera_iscsi::ReadError) -> TransportErro
     match e {
         tessera_iscsi::ReadError::Closed => TransportError::SessionClosed { peer: peer.to_string() },
         tessera_iscsi::ReadError::Io(io) => io_err(peer, io),
+        tessera_iscsi::ReadError::Idle => io_err(peer, std::io::Error::new(std::io::ErrorKind::TimedOut, "the target did not answer in time")),
         other => proto(peer, other.to_string()),
     }
 }

@@ -21,9 +21,16 @@ pub use session::Session;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use tessera_iscsi::login::{DigestKind, Offer};
 use tessera_types::limits::{BURST_LEN_MAX, DATA_SEGMENT_LEN_MAX};
+
+/// The default [`SessionConfig::liveness`]: a target silent for 10 s is pinged, and one that
+/// leaves the ping unanswered for 10 s more is given up (Linux's open-iscsi pings every 5 s
+/// and gives up after 5 more; twice that here, because the target answers pings from the same
+/// reader that may run a short command inline on a loaded node).
+pub const DEFAULT_LIVENESS: Duration = Duration::from_secs(10);
 
 /// What the initiator asks for at login.
 #[derive(Clone, Debug)]
@@ -45,6 +52,11 @@ pub struct SessionConfig {
     /// only the initiator's, one-way CHAP; with the target's too, mutual CHAP, and a target
     /// that cannot prove itself is refused. `None`: AuthMethod=None.
     pub chap: Option<ChapSecrets>,
+    /// How long a session waits on a silent target before it pings it (NOP-Out, RFC 7143
+    /// §11.18); a ping unanswered for as long again closes the connection, so a stopped or
+    /// cut-off target fails its commands with `Unresponsive` instead of hanging them. Also
+    /// bounds connect and each login exchange (twice this), and a send that makes no progress.
+    pub liveness: Duration,
 }
 
 impl SessionConfig {
@@ -64,6 +76,7 @@ impl SessionConfig {
             max_outstanding_r2t: 1,
             isid: next_isid(),
             chap: None,
+            liveness: DEFAULT_LIVENESS,
         }
     }
 

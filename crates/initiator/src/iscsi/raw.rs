@@ -94,6 +94,7 @@ impl RawConnection {
             match self.recv() {
                 Ok(_) => continue,
                 Err(ReadError::Closed) => return true,
+                Err(ReadError::Idle) => return false,
                 Err(ReadError::Io(e)) => {
                     return !matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
                 }

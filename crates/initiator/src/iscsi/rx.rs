@@ -18,10 +18,18 @@ use super::login::proto;
 use super::session::{Completion, Inner};
 use std::net::TcpStream;
 
+/// What one read brought.
+pub(crate) enum Activity {
+    Handled,
+    /// Nothing arrived within the socket's read timeout.
+    Idle,
+}
+
 /// Reads one PDU and handles it. An error means the connection is unusable.
-pub(crate) fn read_one(inner: &Inner, reader: &mut PduReader<TcpStream>) -> Result<(), TransportError> {
+pub(crate) fn read_one(inner: &Inner, reader: &mut PduReader<TcpStream>) -> Result<Activity, TransportError> {
     let inc = match reader.read_header() {
         Ok(i) => i,
+        Err(ReadError::Idle) => return Ok(Activity::Idle),
         Err(e) => {
             if !matches!(e, ReadError::Closed) && !inner.closed.load(Ordering::Acquire) {
                 debug!(peer = %inner.peer, error = %e, "session connection failed");
@@ -29,7 +37,8 @@ pub(crate) fn read_one(inner: &Inner, reader: &mut PduReader<TcpStream>) -> Resu
             return Err(super::login::read_err(&inner.peer, e));
         }
     };
-    handle(inner, reader, inc).inspect_err(|e| warn!(peer = %inner.peer, error = %e, "closing session"))
+    handle(inner, reader, inc).inspect_err(|e| warn!(peer = %inner.peer, error = %e, "closing session"))?;
+    Ok(Activity::Handled)
 }
 
 /// Updates ExpStatSN and the CmdSN window from a target PDU (RFC 7143 §4.2.2.1: MaxCmdSN only

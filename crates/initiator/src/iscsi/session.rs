@@ -95,6 +95,11 @@ pub(crate) struct Inner {
     pub rx: super::driver::Receiver,
     /// Held while a command sends its immediate and unsolicited data (see `execute_inner`).
     pub unsolicited_turn: Mutex<()>,
+    /// The socket's read timeout: how long the reading thread waits on a silent target
+    /// before it pings it ([`SessionConfig::liveness`]).
+    pub liveness: Duration,
+    /// The liveness ping in flight, if any (see `driver.rs`).
+    pub ping: Mutex<Option<(u32, Arc<Slot>)>>,
 }
 
 impl Inner {
@@ -108,16 +113,21 @@ impl Inner {
 
     /// Marks the session dead and wakes every waiter with `SessionClosed`.
     pub fn fail_all(&self) {
+        self.fail_all_with(|| self.closed_error());
+    }
+
+    /// Marks the session dead and wakes every waiter with the error `why` makes.
+    pub fn fail_all_with(&self, why: impl Fn() -> TransportError) {
         self.closed.store(true, Ordering::Release);
         let slots: Vec<_> = self.tasks().drain().map(|(_, s)| s).collect();
         for s in slots {
-            s.complete(Err(self.closed_error()));
+            s.complete(Err(why()));
         }
         self.window.lock().expect("window lock poisoned").closed = true;
         self.rx.wake();
     }
 
-    fn register(&self, data_in_len: u32, lun: u64) -> (u32, Arc<Slot>) {
+    pub(crate) fn register(&self, data_in_len: u32, lun: u64) -> (u32, Arc<Slot>) {
         self.register_with_buffer(data_in_len, lun, Vec::new(), 0)
     }
 
@@ -151,7 +161,7 @@ impl Inner {
         }
     }
 
-    fn unregister(&self, itt: u32) {
+    pub(crate) fn unregister(&self, itt: u32) {
         self.tasks().remove(&itt);
     }
 
@@ -239,7 +249,11 @@ impl Session {
 
     fn start<A: ToSocketAddrs>(addr: A, config: SessionConfig, kind: SessionType) -> Result<Session, TransportError> {
         let neg = InitiatorNegotiator::new(config.offer(), &config.initiator_name, &config.target_name, kind);
-        let (stream, peer) = connect(addr)?;
+        let (stream, peer) = connect_within(addr, config.liveness * 2)?;
+        // A target that goes silent during login, or stops reading what we send, fails the
+        // session instead of hanging it.
+        let timeouts = |read| stream.set_read_timeout(Some(read)).and_then(|_| stream.set_write_timeout(Some(config.liveness * 2)));
+        timeouts(config.liveness * 2).map_err(|e| io_err(&peer, e))?;
         let max_recv = neg.params.initiator_max_recv_data_segment_len;
         let mut reader = PduReader::new(stream.try_clone().map_err(|e| io_err(&peer, e))?, max_recv);
         let mut writer = PduWriter::new(stream.try_clone().map_err(|e| io_err(&peer, e))?);
@@ -249,6 +263,8 @@ impl Session {
         reader.digests.data = params.data_digest;
         writer.digests = reader.digests;
         debug!(%peer, tsih = result.tsih, "session logged in");
+        // From here a read timeout means "ping the target" (driver.rs), not failure.
+        timeouts(config.liveness).map_err(|e| io_err(&peer, e))?;
         let inner = Arc::new(Inner {
             peer,
             params,
@@ -261,6 +277,8 @@ impl Session {
             socket: stream,
             rx: super::driver::Receiver::new(reader),
             unsolicited_turn: Mutex::new(()),
+            liveness: config.liveness,
+            ping: Mutex::new(None),
         });
         Ok(Session { inner })
     }
@@ -612,6 +630,24 @@ pub(crate) fn connect<A: ToSocketAddrs>(addr: A) -> Result<(TcpStream, String), 
     let stream = TcpStream::connect(&addrs[..]).map_err(|e| io_err(&peer, e))?;
     stream.set_nodelay(true).map_err(|e| io_err(&peer, e))?;
     Ok((stream, peer))
+}
+
+/// [`connect`], giving up on each address after `timeout` (an unreachable host would
+/// otherwise hold the caller for the kernel's SYN retries, about two minutes).
+pub(crate) fn connect_within<A: ToSocketAddrs>(addr: A, timeout: Duration) -> Result<(TcpStream, String), TransportError> {
+    let addrs: Vec<SocketAddr> = addr.to_socket_addrs().map_err(|e| io_err("?", e))?.collect();
+    let peer = addrs.first().map(|a| a.to_string()).unwrap_or_default();
+    let mut last = std::io::Error::new(std::io::ErrorKind::InvalidInput, "no address to connect to");
+    for a in &addrs {
+        match TcpStream::connect_timeout(a, timeout) {
+            Ok(stream) => {
+                stream.set_nodelay(true).map_err(|e| io_err(&peer, e))?;
+                return Ok((stream, a.to_string()));
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(io_err(&peer, last))
 }
 
 #[cfg(test)]

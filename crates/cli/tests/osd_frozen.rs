@@ -1,0 +1,78 @@
+//! Goal: an OSD that stops answering while keeping its connections open (a stopped process, a
+//! cut-off host) fails the commands waiting on it within a bounded time, with an error naming
+//! the OSD, instead of hanging them; once it answers again, the same client carries on.
+//! Method: a real cluster (one `tessera mds`, two `tessera osd`), a client whose cluster file
+//! sets `osd_liveness_secs = 1`, a file striped over both OSDs; OSD 1 is frozen with SIGSTOP
+//! while the client reads, then thawed with SIGCONT.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::tessera_exe;
+use tessera_cli::cluster::{ClusterSpec, LocalCluster};
+use tessera_client::{Client, ClientError, StripeHint};
+
+const STRIPE: u64 = 64 << 10;
+
+fn signal(pid: u32, sig: libc::c_int) {
+    // SAFETY: kill(2) on a daemon this test started.
+    assert_eq!(unsafe { libc::kill(pid as libc::pid_t, sig) }, 0, "signal {sig} to {pid}");
+}
+
+#[test]
+fn a_frozen_osd_fails_reads_in_bounded_time_and_serves_again_when_thawed() {
+    let dir = tempfile::Builder::new().prefix("tessera-frozen-").tempdir().unwrap();
+    let spec = ClusterSpec { stripe_unit: STRIPE, stripe_count: 2, ..ClusterSpec::new(2) };
+    let cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &spec).unwrap();
+    let mut config = cluster.config().clone();
+    config.osd_liveness_secs = 1;
+    let client = Client::connect(&config).unwrap();
+    let data: Vec<u8> = (0..4 * STRIPE as u32).map(|i| (i * 7 + i / 251) as u8).collect();
+    let f = std::sync::Arc::new(client.create("/frozen", 0o644, Some(StripeHint { stripe_unit: STRIPE, stripe_count: 2, start_osd: Some(0) })).unwrap());
+    f.pwrite(0, &data).unwrap();
+    f.fsync().unwrap();
+
+    let osd1 = cluster.records().into_iter().find(|r| r.role == "osd" && r.index == 1).expect("OSD 1's record");
+    signal(osd1.pid, libc::SIGSTOP);
+    let started = Instant::now();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = f.clone();
+    let len = data.len();
+    std::thread::spawn(move || {
+        let mut back = vec![0u8; len];
+        let _ = tx.send(reader.pread(0, &mut back));
+    });
+    let outcome = rx.recv_timeout(Duration::from_secs(90));
+    let waited = started.elapsed();
+    signal(osd1.pid, libc::SIGCONT);
+    let err = outcome.expect("the read against a frozen OSD hung").expect_err("a read that needs a frozen OSD fails");
+
+    match &err {
+        ClientError::Osd { osd_index, .. } => assert_eq!(*osd_index, 1, "the error names the frozen OSD: {err}"),
+        other => panic!("expected an OSD error naming OSD 1, got: {other}"),
+    }
+    assert!(err.to_string().contains("did not answer"), "the error says the OSD went silent: {err}");
+    // One liveness interval of silence, one more for the unanswered ping; generous for a
+    // loaded machine, and far from "for ever".
+    assert!(waited < Duration::from_secs(30), "the read gave up after {waited:?}");
+
+    // Thawed, the OSD serves the same client and handle again (a new session).
+    let mut again = vec![0u8; data.len()];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match f.pread(0, &mut again) {
+            Ok(n) => {
+                assert_eq!(n, data.len());
+                break;
+            }
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("not yet: {e}");
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            Err(e) => panic!("the thawed OSD never served the read again: {e}"),
+        }
+    }
+    assert!(again == data, "the bytes read after the thaw are the file's");
+    cluster.stop().unwrap();
+}
