@@ -365,3 +365,51 @@ fn mv_across_metadata_servers_copies_and_removes() {
     assert_eq!(std::fs::read(&back).unwrap(), data);
     assert_eq!(stdout(&c.ok(&["ls", &here])), "");
 }
+
+/// Goal: a command that is refused leaves both sides as they were. `get` of a missing remote
+/// file or with a bad piece list does not empty the local destination; `put` of a directory
+/// does not empty the remote file; `put` over a file replaces it whole, keeping its striping
+/// and leaving no temporary behind; `mv` of a directory into itself is refused before anything
+/// moves, also when the two directories live on different metadata servers; an empty path
+/// names nothing; `mkdir -p` applies `.` and `..`.
+#[test]
+fn refused_commands_change_nothing_and_put_replaces_whole() {
+    let c = UpCluster::start_with(2, 2);
+    let work = tempfile::tempdir().unwrap();
+    let local = work.path().join("keep");
+    std::fs::write(&local, b"precious local bytes").unwrap();
+    let l = local.to_str().unwrap();
+
+    assert!(c.fails(&["get", "/missing", l]).contains("no such file"));
+    c.ok(&["put", l, "/f"]);
+    let bad_list = work.path().join("pieces");
+    std::fs::write(&bad_list, "0 nonsense\n").unwrap();
+    c.fails(&["get", "--pieces", bad_list.to_str().unwrap(), "/f", l]);
+    c.ok(&["mkdir", "/dir"]);
+    c.fails(&["get", "/dir", l]);
+    assert_eq!(std::fs::read(&local).unwrap(), b"precious local bytes", "refused gets left the local file alone");
+
+    c.ok(&["setstripe", "-c", "2", "-S", "128K", "/striped"]);
+    c.ok(&["put", l, "/striped"]);
+    assert!(c.fails(&["put", work.path().to_str().unwrap(), "/striped"]).contains("is a directory"));
+    let newer = work.path().join("newer");
+    std::fs::write(&newer, pattern(3, 300_000)).unwrap();
+    c.ok(&["put", newer.to_str().unwrap(), "/striped"]);
+    assert!(stdout(&c.ok(&["getstripe", "/striped"])).contains("stripe_count: 2  stripe_size: 131072"), "the replaced file kept its striping");
+    let back = work.path().join("back");
+    c.ok(&["get", "/striped", back.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&back).unwrap(), pattern(3, 300_000));
+    assert_eq!(stdout(&c.ok(&["ls", "/"])), "dir\nf\nstriped\n", "no temporary left behind");
+
+    // A parent and child homed on different servers: the move would have to copy.
+    c.ok(&["mkdir", "-p", "/p/./q/../q/r"]);
+    c.ok(&["put", l, "/p/q/r/x"]);
+    let tree = stdout(&c.ok(&["ls", "/p/q/r"]));
+    assert!(c.fails(&["mv", "/p", "/p/q/r"]).contains("into itself"));
+    assert!(c.fails(&["mv", "/p/q", "/p/q"]).contains("into itself"), "onto itself, a directory moves into itself");
+    assert!(c.fails(&["mv", "/f", "/./f"]).contains("same file"));
+    assert_eq!(stdout(&c.ok(&["ls", "/p/q/r"])), tree, "nothing moved");
+    assert_eq!(stdout(&c.ok(&["ls", "/p"])), "q\n");
+
+    assert!(c.fails(&["stat", ""]).contains("no such file"));
+}

@@ -70,6 +70,9 @@ impl Inner {
     /// last too when the path ends in `/`.
     pub fn resolve(&self, op: &'static str, path: &str) -> Result<Attr, ClientError> {
         let refuse = |source| ClientError::Fs { op, path: path.to_string(), source };
+        if path.is_empty() {
+            return Err(refuse(FsError::NotFound)); // as POSIX has it for an empty pathname
+        }
         let mut at = self.attr_of(InodeId::ROOT, op, path, Request::GetAttr { ino: InodeId::ROOT })?;
         for step in steps(path) {
             if at.file_type != FileType::Directory {
@@ -91,7 +94,7 @@ impl Inner {
     /// The directory that holds `path`'s final name, and that name.
     pub fn parent_of<'p>(&self, op: &'static str, path: &'p str) -> Result<(Attr, &'p str), ClientError> {
         let (parent, name) = split_parent(op, path)?;
-        let dir = self.resolve(op, parent)?;
+        let dir = self.resolve(op, if parent.is_empty() { "/" } else { parent })?;
         if dir.file_type != FileType::Directory {
             return Err(ClientError::Fs { op, path: path.to_string(), source: FsError::NotDir });
         }

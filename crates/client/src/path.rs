@@ -20,6 +20,21 @@ pub fn steps(path: &str) -> impl Iterator<Item = Step<'_>> {
     path.split('/').filter(|c| !c.is_empty() && *c != ".").map(|c| if c == ".." { Step::Parent } else { Step::Name(c) })
 }
 
+/// The names of `path` from the root with `.` and `..` applied: the directories a walk of
+/// `path` passes, since walks follow no symlinks.
+pub fn normalized(path: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for step in steps(path) {
+        match step {
+            Step::Name(name) => out.push(name),
+            Step::Parent => {
+                out.pop();
+            }
+        }
+    }
+    out
+}
+
 /// Whether `path` can only name a directory: its last component is empty, `.` or `..`.
 pub fn names_dir(path: &str) -> bool {
     matches!(path.rsplit('/').next(), Some("" | "." | "..")) && path.contains('/')
@@ -61,6 +76,8 @@ mod tests {
         assert_eq!(split_parent("mkdir", "top").unwrap(), ("", "top"));
         assert_eq!(split_parent("mkdir", "/").unwrap_err().fs_error(), Some(FsError::Invalid));
         assert_eq!(split_parent("mkdir", "/a/..").unwrap_err().fs_error(), Some(FsError::Invalid));
+        assert_eq!(normalized("/a/./b/../../c/d/.."), vec!["c"]);
+        assert!(normalized("/../..").is_empty());
         assert!(names_dir("/a/") && names_dir("/a/.") && names_dir("a/..") && names_dir("/"));
         assert!(!names_dir("/a") && !names_dir("a") && !names_dir("") && !names_dir("/a/.b"));
         let long = format!("/{}", "x".repeat(NAME_LEN_MAX + 1));

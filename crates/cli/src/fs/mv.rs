@@ -11,7 +11,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use tessera_client::path::split_parent;
+use tessera_client::path::{normalized, split_parent};
 use tessera_client::{Attr, Client, FileType, FsError, StripeHint};
 
 use super::ClusterArg;
@@ -38,8 +38,22 @@ pub fn mv(args: MvArgs) -> Result<()> {
         }
         _ => args.to.clone(),
     };
+    // Checked before anything moves: the copying path below would otherwise rearrange the
+    // tree before the servers could refuse. Paths resolve without following symlinks, so `..`
+    // is purely textual here.
+    let (src, dst) = (normalized(&args.from), normalized(&to));
+    if src.is_empty() {
+        bail!("cannot move the root");
+    }
+    if dst == src {
+        bail!("{} and {to} are the same file", args.from);
+    }
+    if dst.len() > src.len() && dst[..src.len()] == src[..] {
+        bail!("cannot move {} into itself ({to})", args.from);
+    }
     move_path(&client, &args.from, &to)
 }
+
 
 /// Renames `from` to `to`, or copies and deletes when they are on different metadata servers.
 fn move_path(client: &Client, from: &str, to: &str) -> Result<()> {

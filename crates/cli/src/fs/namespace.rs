@@ -149,7 +149,7 @@ pub fn mkdir(args: MkdirArgs) -> Result<()> {
     for path in &args.paths {
         if args.parents {
             let mut prefix = String::new();
-            for part in path.split('/').filter(|p| !p.is_empty()) {
+            for part in tessera_client::path::normalized(path) {
                 prefix.push('/');
                 prefix.push_str(part);
                 match client.mkdir(&prefix, 0o755) {

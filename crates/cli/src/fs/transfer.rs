@@ -72,34 +72,69 @@ fn chunk_len(client_stripe_width: u64) -> u64 {
 
 pub fn put(args: PutArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
+    // The source is opened and checked first: a bad one must not touch the destination.
+    let (input, total): (Box<dyn Read>, u64) = if args.local.as_os_str() == "-" {
+        (Box::new(io::stdin().lock()), 0)
+    } else {
+        let f = LocalFile::open(&args.local).with_context(|| format!("opening {}", args.local.display()))?;
+        let meta = f.metadata()?;
+        if meta.is_dir() {
+            bail!("{} is a directory; put copies one file", args.local.display());
+        }
+        (Box::new(f), meta.len())
+    };
     let remote = destination(&client, &args.remote, &args.local)?;
     let hint = match (args.stripe_count, args.stripe_size) {
         (None, None) => None,
         (count, unit) => Some(StripeHint { stripe_unit: unit.unwrap_or(1 << 20), stripe_count: count.unwrap_or(0), start_osd: None }),
     };
-    let file = match client.open(&remote) {
+    // A file that exists is replaced only once the new contents are complete: they are
+    // written under a temporary name beside it, with its striping, then renamed over it.
+    let (target, mode) = match client.open(&remote) {
         Ok(_) if hint.is_some() => bail!("{remote} exists and its layout is fixed; remove it first to restripe"),
-        Ok(f) => {
-            f.set_len(0)?;
-            f
+        Ok(old) => {
+            let s = &old.layout().stripe;
+            let same = StripeHint { stripe_unit: s.stripe_unit(), stripe_count: s.stripe_count(), start_osd: None };
+            (Some(same), Some(client.stat(&remote)?.mode))
         }
-        Err(e) if e.fs_error() == Some(FsError::NotFound) => client.create(&remote, 0o644, hint)?,
+        Err(e) if e.fs_error() == Some(FsError::NotFound) => (hint, None),
         Err(e) => return Err(e.into()),
     };
-    let (mut input, total): (Box<dyn Read>, u64) = if args.local.as_os_str() == "-" {
-        (Box::new(io::stdin().lock()), 0)
-    } else {
-        let f = LocalFile::open(&args.local).with_context(|| format!("opening {}", args.local.display()))?;
-        let len = f.metadata()?.len();
-        (Box::new(f), len)
-    };
+    let temp = temporary_name(&remote);
+    let file = client.create(&temp, 0o600, target)?;
+    let copied = fill(&file, input, total, &args.local, &remote).and_then(|n| {
+        client.chmod(&temp, mode.unwrap_or(0o644))?;
+        client.rename(&temp, &remote)?;
+        Ok(n)
+    });
+    match copied {
+        Ok(n) => {
+            eprintln!("put {} -> {remote}: {n} bytes", args.local.display());
+            Ok(())
+        }
+        Err(e) => {
+            // The destination is as it was; the partial copy goes.
+            let _ = client.unlink(&temp);
+            Err(e)
+        }
+    }
+}
+
+/// `.<name>.put-<pid>` beside `remote`.
+fn temporary_name(remote: &str) -> String {
+    let (dir, name) = remote.trim_end_matches('/').rsplit_once('/').unwrap_or(("", remote));
+    format!("{dir}/.{name}.put-{}", std::process::id())
+}
+
+/// Copies `input` into `file` in large striped pieces and makes it durable; returns the bytes.
+fn fill(file: &tessera_client::File, mut input: Box<dyn Read>, total: u64, local: &Path, remote: &str) -> Result<u64> {
     let stripe = &file.layout().stripe;
     let chunk = chunk_len(stripe.stripe_unit() * stripe.stripe_count() as u64);
     let bar = progress(total, &format!("put {remote}"));
     let mut buf = vec![0u8; chunk as usize];
     let mut offset = 0u64;
     loop {
-        let n = read_full(&mut input, &mut buf).with_context(|| format!("reading {}", args.local.display()))?;
+        let n = read_full(&mut input, &mut buf).with_context(|| format!("reading {}", local.display()))?;
         if n == 0 {
             break;
         }
@@ -109,8 +144,7 @@ pub fn put(args: PutArgs) -> Result<()> {
     }
     file.fsync()?;
     bar.finish_and_clear();
-    eprintln!("put {} -> {remote}: {offset} bytes", args.local.display());
-    Ok(())
+    Ok(offset)
 }
 
 /// Fills `buf` unless the input ends first; returns the bytes read.
@@ -140,18 +174,25 @@ fn destination(client: &Client, remote: &str, local: &Path) -> Result<String> {
 
 pub fn get(args: GetArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
+    let name = args.remote.trim_end_matches('/').rsplit('/').next().filter(|n| !n.is_empty());
     let local = match &args.local {
+        // Into a local directory by the file's name, as cp(1) does.
+        Some(p) if p.is_dir() => p.join(name.context("give a local file name for the root")?),
         Some(p) => p.clone(),
-        None => PathBuf::from(args.remote.trim_end_matches('/').rsplit('/').next().filter(|n| !n.is_empty()).context("give a local destination")?),
+        None => PathBuf::from(name.context("give a local destination")?),
     };
+    // Everything that can be refused is checked before the local file is created (and so
+    // emptied, if it exists): the remote file, and the piece list.
+    let file = client.open(&args.remote)?;
+    let pieces = args.pieces.as_deref().map(load_pieces).transpose()?;
     let mut out: Box<dyn Write> = if local.as_os_str() == "-" {
         Box::new(io::stdout().lock())
     } else {
         Box::new(io::BufWriter::new(LocalFile::create(&local).with_context(|| format!("creating {}", local.display()))?))
     };
-    let written = match &args.pieces {
-        Some(list) => read_pieces(&client, &args.remote, list, &mut out)?,
-        None => copy_out(&client, &args.remote, &mut out, true)?,
+    let written = match pieces {
+        Some(extents) => read_pieces(&file, &extents, &mut out)?,
+        None => copy_out(&file, &mut out, true)?,
     };
     out.flush()?;
     if local.as_os_str() != "-" {
@@ -162,15 +203,16 @@ pub fn get(args: GetArgs) -> Result<()> {
 
 pub fn cat(args: CatArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
+    let file = client.open(&args.remote)?;
     let mut out = io::stdout().lock();
-    copy_out(&client, &args.remote, &mut out, false)?;
+    copy_out(&file, &mut out, false)?;
     out.flush()?;
     Ok(())
 }
 
 /// Streams the whole file to `out`; returns its size.
-fn copy_out(client: &Client, remote: &str, out: &mut dyn Write, show_progress: bool) -> Result<u64> {
-    let file = client.open(remote)?;
+fn copy_out(file: &tessera_client::File, out: &mut dyn Write, show_progress: bool) -> Result<u64> {
+    let remote = file.path();
     let size = file.size()?;
     let stripe = &file.layout().stripe;
     let chunk = chunk_len(stripe.stripe_unit() * stripe.stripe_count() as u64);
@@ -194,18 +236,23 @@ fn copy_out(client: &Client, remote: &str, out: &mut dyn Write, show_progress: b
 /// Most bytes `get --pieces` gathers in memory before writing them out.
 const PIECES_BYTES_MAX: u64 = 4 << 30;
 
-/// Reads the extents listed in `list` (one non-contiguous request per OSD, the descriptor
-/// chosen per OSD) and writes them out concatenated in list order; returns the byte count.
-fn read_pieces(client: &Client, remote: &str, list: &Path, out: &mut dyn Write) -> Result<u64> {
+/// The extents listed in `list`, checked against what `get --pieces` can hold.
+fn load_pieces(list: &Path) -> Result<Vec<tessera_client::Extent>> {
     let text = std::fs::read_to_string(list).with_context(|| format!("reading the piece list {}", list.display()))?;
     let extents = extent_list::parse(&text).with_context(|| format!("piece list {}", list.display()))?;
     let total: u64 = extents.iter().map(|e| e.len).sum();
     if total > PIECES_BYTES_MAX {
         bail!("{}: the pieces add up to {total} bytes, more than the {PIECES_BYTES_MAX} `get --pieces` holds in memory; split the list", list.display());
     }
-    let file = client.open(remote)?;
+    Ok(extents)
+}
+
+/// Reads `extents` (one non-contiguous request per OSD, the descriptor chosen per OSD) and
+/// writes them out concatenated in list order; returns the byte count.
+fn read_pieces(file: &tessera_client::File, extents: &[tessera_client::Extent], out: &mut dyn Write) -> Result<u64> {
+    let total: u64 = extents.iter().map(|e| e.len).sum();
     let mut buf = vec![0u8; total as usize];
-    file.read_extents(&extents, &mut buf, Mode::Auto)?;
+    file.read_extents(extents, &mut buf, Mode::Auto)?;
     out.write_all(&buf)?;
     Ok(total)
 }
