@@ -38,8 +38,10 @@ pub fn resume(ns: &Namespace, objects: &dyn DataObjects) -> Result<usize, FsErro
     Ok(retag(ns, objects, &list))
 }
 
-/// The background retry: a thread that runs [`resume`] every [`RETRY_EVERY`]; stopped and
-/// joined on drop.
+/// The background retry of both journals: a thread that runs [`resume`] and then drains the
+/// removal journal ([`journal::resume`]) every [`RETRY_EVERY`], so a revocation completes and
+/// a removed file's space comes back once its OSD is reachable again, without a restart of
+/// this server; stopped and joined on drop.
 pub struct Retrier {
     stop: Arc<(Mutex<bool>, Condvar)>,
     thread: Option<JoinHandle<()>>,
@@ -49,7 +51,7 @@ impl Retrier {
     pub fn start(ns: Arc<Namespace>, objects: Arc<dyn DataObjects>) -> std::io::Result<Retrier> {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let flag = stop.clone();
-        let thread = std::thread::Builder::new().name("mds-revoke".into()).spawn(move || loop {
+        let thread = std::thread::Builder::new().name("mds-journals".into()).spawn(move || loop {
             let (lock, cv) = &*flag;
             let stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
             let (stopped, _) = cv.wait_timeout_while(stopped, RETRY_EVERY, |s| !*s).unwrap_or_else(|p| p.into_inner());
@@ -61,6 +63,11 @@ impl Retrier {
                 Ok(0) => {}
                 Ok(left) => tracing::debug!(left, "revocations still owed"),
                 Err(e) => tracing::warn!(%e, "revocation journal not read"),
+            }
+            match journal::resume(&ns, objects.as_ref()) {
+                Ok(0) => {}
+                Ok(left) => tracing::debug!(left, "objects still await removal"),
+                Err(e) => tracing::warn!(%e, "removal journal not read"),
             }
         })?;
         Ok(Retrier { stop, thread: Some(thread) })
