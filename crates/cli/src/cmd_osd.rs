@@ -23,6 +23,7 @@ use tessera_target::spc::ScsiFront;
 
 use crate::chap_file::load_chap_secrets;
 use crate::daemon::ready_line;
+use crate::lock::DirLock;
 
 #[derive(Args)]
 pub struct OsdArgs {
@@ -63,6 +64,8 @@ pub fn run(args: OsdArgs) -> Result<()> {
     // Read before anything is opened, so a bad secret file stops the OSD at once.
     let chap = args.chap_secret_file.as_deref().map(load_chap_secrets).transpose()?;
     std::fs::create_dir_all(&args.data).with_context(|| format!("creating {}", args.data.display()))?;
+    // Held until this process exits: a second OSD on the store would corrupt it.
+    let _lock = DirLock::acquire(&args.data, "the OSD store")?;
     let engine = Engine::open(&args.data, EngineConfig::default())
         .with_context(|| format!("opening the object store in {}", args.data.display()))?;
     let system_id = engine.system_id();

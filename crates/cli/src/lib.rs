@@ -11,6 +11,7 @@ pub mod cmd_osd;
 pub mod daemon;
 pub mod demo;
 pub mod fs;
+pub mod lock;
 pub mod netns;
 pub mod session;
 pub mod units;
