@@ -90,6 +90,8 @@ fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .with_writer(std::io::stderr)
+        // Colour only on a terminal: a daemon's stderr is its log file, read with grep and less.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     if !matches!(cli.command, Command::Osd(_) | Command::Mds(_)) {
         restore_sigpipe();

@@ -107,3 +107,15 @@ fn a_second_daemon_on_a_store_in_use_is_refused_and_names_the_holder() {
     // The refused daemons touched nothing: the cluster still answers.
     run_ok(&["status", "--dir", c.arg()]);
 }
+
+#[test]
+fn daemon_logs_hold_no_terminal_colour_codes() {
+    let c = ClusterDir::new();
+    // NOSEC makes every OSD log a WARN through the tracing formatter, the one that colours.
+    let mut args = c.up_args("1");
+    args.push("--insecure");
+    run_ok(&args);
+    let log = std::fs::read(c.log("osd0")).unwrap();
+    assert!(text(&log).contains("capability security is off"), "the WARN is in the log: {}", text(&log));
+    assert!(!log.contains(&0x1b), "ESC in {}: {:?}", c.log("osd0").display(), text(&log));
+}
