@@ -71,8 +71,6 @@ pub fn run(args: OsdArgs) -> Result<()> {
     let system_id = engine.system_id();
     let target_name = args.target_name.unwrap_or_else(|| default_target_name(&system_id));
     let command_set = if args.security == SecurityMethod::NoSec {
-        eprintln!("tessera osd: WARNING: security is OFF (NOSEC): any client that reaches {} can read, write and remove every object; use --security cmdrsp", args.listen);
-        tracing::warn!("capability security is off (NOSEC)");
         Arc::new(OsdCommandSet::new(engine))
     } else {
         let master_key = args.master_key_file.as_deref().map(read_master_key).transpose()?;
@@ -89,6 +87,11 @@ pub fn run(args: OsdArgs) -> Result<()> {
     };
     let server = TargetServer::bind(config, device).with_context(|| format!("listening on {}", args.listen))?;
     let addr = server.local_addr()?;
+    if args.security == SecurityMethod::NoSec {
+        // After binding, so the warning names the port clients reach, not a requested :0.
+        eprintln!("tessera osd: WARNING: security is OFF (NOSEC): any client that reaches {addr} can read, write and remove every object; use --security cmdrsp");
+        tracing::warn!("capability security is off (NOSEC)");
+    }
     println!(
         "{}",
         ready_line(&[
