@@ -71,14 +71,8 @@ impl Daemon {
             ),
             None => Stdio::inherit(),
         };
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .process_group(0)
-            .spawn()
-            .with_context(|| format!("starting `tessera {what}`"))?;
-        crate::children::register(child.id());
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(stderr).process_group(0);
+        let mut child = crate::children::spawn(&mut cmd).with_context(|| format!("starting `tessera {what}`"))?;
         let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout pipe"))?;
         let (tx, rx) = mpsc::channel();
         thread::spawn(move || {

@@ -124,6 +124,8 @@ fn main() {
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args.which, args.common),
     };
+    // An interrupt's daemons are being stopped: that thread reports and exits.
+    tessera_cli::children::wait_if_interrupted();
     if let Err(e) = result {
         eprintln!("tessera: error: {}", error_chain(&e));
         std::process::exit(1);
