@@ -127,7 +127,7 @@ fn main() {
     // An interrupt's daemons are being stopped: that thread reports and exits.
     tessera_cli::children::wait_if_interrupted();
     if let Err(e) = result {
-        eprintln!("tessera: error: {}", error_chain(&e));
+        eprintln!("{}{}", tessera_cli::daemon::ERROR_PREFIX, error_chain(&e));
         std::process::exit(1);
     }
 }
