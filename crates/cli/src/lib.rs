@@ -13,5 +13,6 @@ pub mod demo;
 pub mod fs;
 pub mod lock;
 pub mod netns;
+pub mod running;
 pub mod session;
 pub mod units;

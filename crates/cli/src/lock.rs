@@ -22,10 +22,18 @@ impl DirLock {
     /// Takes `dir`'s lock without waiting; if another process holds it, fails with a message
     /// naming `dir` and, when known, that process's pid. `what` says what `dir` is.
     pub fn acquire(dir: &Path, what: &str) -> Result<DirLock> {
+        match Self::try_acquire(dir)? {
+            Ok(lock) => Ok(lock),
+            Err(holder) => bail!("{what} {} is in use by {holder}; only one process may run on it", dir.display()),
+        }
+    }
+
+    /// Takes `dir`'s lock without waiting, or says who holds it.
+    pub fn try_acquire(dir: &Path) -> Result<Result<DirLock, Holder>> {
         let path = dir.join(LOCK_FILE);
         let mut file = open(&path)?;
         if !try_flock(&file).with_context(|| format!("locking {}", path.display()))? {
-            bail!("{what} {} is in use by {}; only one process may run on it", dir.display(), describe(read_pid(&mut file)));
+            return Ok(Err(Holder { pid: read_pid(&mut file) }));
         }
         // Our pid for the next one who finds it locked. Open files are close-on-exec, so a
         // daemon this process starts does not inherit the lock.
@@ -33,7 +41,7 @@ impl DirLock {
             .and_then(|()| file.rewind())
             .and_then(|()| writeln!(file, "{}", std::process::id()))
             .with_context(|| format!("writing {}", path.display()))?;
-        Ok(DirLock { _file: file })
+        Ok(Ok(DirLock { _file: file }))
     }
 }
 
@@ -41,10 +49,17 @@ impl DirLock {
 /// to find out, so it is for a directory nobody should be starting on right now.
 pub fn holder(dir: &Path) -> Option<Holder> {
     let mut file = File::options().read(true).write(true).open(dir.join(LOCK_FILE)).ok()?;
-    match try_flock(&file) {
-        Ok(false) => Some(Holder { pid: read_pid(&mut file) }),
-        _ => None,
+    if try_flock(&file).unwrap_or(true) {
+        return None;
     }
+    // A holder writes its pid right after locking: give one that is just starting a moment.
+    for _ in 0..10 {
+        if let Some(pid) = read_pid(&mut file) {
+            return Some(Holder { pid: Some(pid) });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    Some(Holder { pid: None })
 }
 
 /// A process that holds a lock.
