@@ -13,6 +13,7 @@ use tessera_initiator::iscsi::Session;
 use tessera_initiator::osd_client::OsdClient;
 use tessera_mds::MdsConnection;
 use tessera_mds_proto::Request;
+use tessera_osd_proto::{Command, OsdRequestBuilder};
 
 use crate::cluster::{read_records, ClusterSpec, DaemonRecord, LocalCluster, Placement, SecuritySpec, CLUSTER_FILE, DAEMONS_FILE};
 use tessera_security::SecurityMethod;
@@ -249,11 +250,13 @@ fn probe_osd(config: &ClusterConfig, index: usize) -> Result<String> {
     reachable(&osd.addr)?;
     let session = Session::login(osd.addr.as_str(), config.session_config(osd)?)?;
     let client = OsdClient::new(session, osd.lun);
-    // INQUIRY needs no capability; a LIST of the root without one tells a NOSEC OSD (answers)
-    // from one that checks capabilities (refuses).
+    // INQUIRY needs no capability; a LIST of the root without one, asking for 0 bytes, tells
+    // a NOSEC OSD (answers) from one that checks capabilities (refuses, and knows such a probe
+    // for one: no warning in its log).
     client.system_id()?;
-    let detail = match client.list_all(0) {
-        Ok(partitions) if partitions.contains(&osd.partition_id) => "NOSEC, data partition ready",
+    let probe = Command::List { partition_id: 0, list_id: 0, initial_oid: 0, allocation_len: 0, with_attrs: false };
+    let detail = match client.execute(&OsdRequestBuilder::new(probe)) {
+        Ok(_) if client.list_all(0)?.contains(&osd.partition_id) => "NOSEC, data partition ready",
         Ok(_) => "NOSEC, no data partition yet",
         Err(tessera_initiator::osd_client::OsdError::Sense { .. }) => "checks capabilities",
         Err(e) => return Err(e.into()),

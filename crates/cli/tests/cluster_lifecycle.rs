@@ -236,3 +236,22 @@ fn an_interrupted_up_leaves_no_daemon_running() {
     let out = run_ok(&["down", "--dir", c.arg()]);
     assert!(text(&out.stdout).contains("already stopped"), "{}", text(&out.stdout));
 }
+
+#[test]
+fn status_leaves_no_warning_in_osd_logs_but_a_real_capability_less_command_does() {
+    let c = ClusterDir::new();
+    run_ok(&c.up_args("1"));
+    for _ in 0..3 {
+        let out = run_ok(&["status", "--dir", c.arg()]);
+        assert!(text(&out.stdout).contains("checks capabilities"), "{}", text(&out.stdout));
+    }
+    let log = std::fs::read_to_string(c.log("osd0")).unwrap();
+    assert!(!log.contains("WARN") && !log.contains("refused"), "status probes made the OSD warn: {log}");
+    // The same LIST asking for data is an attempt to read without a capability: still refused
+    // and still a warning.
+    let config = tessera_client::ClusterConfig::load(&c.path().join("cluster.toml")).unwrap();
+    let client = tessera_cli::session::connect(&config.osds[0].addr, &config.osds[0].target).unwrap();
+    assert!(client.list_all(0).is_err(), "a capability-less LIST of the root is refused");
+    let log = std::fs::read_to_string(c.log("osd0")).unwrap();
+    assert!(log.contains("WARN") && log.contains("refused"), "{log}");
+}
