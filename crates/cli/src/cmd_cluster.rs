@@ -181,7 +181,7 @@ fn stop(r: &DaemonRecord) -> std::result::Result<(), String> {
     }
     if running::alive(r.pid) {
         signal(r.pid, libc::SIGKILL);
-        return Err(format!("ignored SIGTERM for {STOP_GRACE:?} and was killed, so it did not flush"));
+        return Err(format!("did not exit within {STOP_GRACE:?} of SIGTERM and was killed: no clean shutdown, no flush"));
     }
     let shutdown = log_since(&r.log, log_start);
     match shutdown.lines().filter_map(|l| l.strip_prefix(ERROR_PREFIX)).last() {
@@ -266,4 +266,37 @@ fn probe_osd(config: &ClusterConfig, index: usize) -> Result<String> {
 
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A process that, like a daemon whose flush fails, logs an error when told to stop.
+    fn stand_in(log: &Path, on_term: &str) -> (std::process::Child, DaemonRecord) {
+        let script = format!("trap '{on_term}; exit 1' TERM; echo ready >&2; while :; do sleep 0.05; done");
+        let stderr = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+        let child = std::process::Command::new("sh").args(["-c", &script]).stderr(stderr).spawn().unwrap();
+        while !std::fs::read_to_string(log).unwrap().contains("ready") {
+            thread::sleep(Duration::from_millis(10));
+        }
+        let record = DaemonRecord { role: "osd".into(), index: 0, pid: child.id(), addr: String::new(), data: log.into(), log: log.into() };
+        (child, record)
+    }
+
+    #[test]
+    fn stop_reports_an_error_the_daemon_logged_while_shutting_down() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("osd0.log");
+        // An error from an earlier run is not this shutdown's.
+        std::fs::write(&log, format!("{ERROR_PREFIX}an old failure\n")).unwrap();
+        let (mut child, record) = stand_in(&log, &format!("echo \"{ERROR_PREFIX}flushing the object store on shutdown: disk full\" >&2"));
+        let err = stop(&record).unwrap_err();
+        assert!(err.contains("flushing the object store on shutdown: disk full"), "{err}");
+        child.wait().unwrap();
+
+        let (mut child, record) = stand_in(&log, "echo shutting down >&2");
+        assert_eq!(stop(&record), Ok(()));
+        child.wait().unwrap();
+    }
 }

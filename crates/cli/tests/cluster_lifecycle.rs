@@ -197,7 +197,7 @@ fn down_fails_when_a_daemon_does_not_shut_down_cleanly() {
     let out = run(&["down", "--dir", c.arg()]);
     let err = text(&out.stderr);
     assert!(!out.status.success(), "down reports the failure: {}", text(&out.stdout));
-    assert!(err.contains(&format!("osd0 (pid {osd0})")) && err.contains("did not flush"), "{err}");
+    assert!(err.contains(&format!("osd0 (pid {osd0})")) && err.contains("was killed: no clean shutdown"), "{err}");
     assert!(text(&out.stdout).contains("stopped mds0"), "{}", text(&out.stdout));
 }
 
