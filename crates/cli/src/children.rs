@@ -5,6 +5,7 @@
 //! daemons call [`stop_all_on_signals`]; SIGINT, SIGTERM or SIGHUP then stops every daemon still
 //! registered (SIGTERM, SIGKILL after a grace period) before this process exits.
 
+use std::process::{Child, Command};
 use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -18,20 +19,44 @@ use crate::daemon::signal;
 /// How long stopped daemons get to exit before they are killed.
 const GRACE: Duration = Duration::from_secs(5);
 
-static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+struct Live {
+    pids: Vec<u32>,
+    /// An interrupt is being handled: no more daemons start, and the signal thread exits.
+    stopping: bool,
+}
 
-fn live() -> std::sync::MutexGuard<'static, Vec<u32>> {
+static LIVE: Mutex<Live> = Mutex::new(Live { pids: Vec::new(), stopping: false });
+
+fn live() -> std::sync::MutexGuard<'static, Live> {
     LIVE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A daemon this process started and must stop if it is interrupted.
-pub fn register(pid: u32) {
-    live().push(pid);
+/// Starts a daemon this process must stop if it is interrupted. Spawning and registering are
+/// one step under the lock, so the signal thread never misses a child that was just forked,
+/// and once it is stopping nothing new starts.
+pub fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
+    let mut live = live();
+    if live.stopping {
+        return Err(std::io::Error::new(std::io::ErrorKind::Interrupted, "interrupted"));
+    }
+    let child = cmd.spawn()?;
+    live.pids.push(child.id());
+    Ok(child)
 }
 
 /// The daemon was stopped, or handed off to outlive this process.
 pub fn forget(pid: u32) {
-    live().retain(|&p| p != pid);
+    live().pids.retain(|&p| p != pid);
+}
+
+/// Called before this process exits on its own: while an interrupt is being handled, the
+/// signal thread is stopping daemons and exits the process when done, so wait for it.
+pub fn wait_if_interrupted() {
+    if live().stopping {
+        loop {
+            thread::park();
+        }
+    }
 }
 
 /// From now on, an interrupting signal stops the registered daemons, then exits 128 + signal.
@@ -41,7 +66,11 @@ pub fn stop_all_on_signals() -> Result<()> {
         .name("signals".into())
         .spawn(move || {
             if let Some(sig) = signals.forever().next() {
-                let pids = live().clone();
+                let pids = {
+                    let mut live = live();
+                    live.stopping = true;
+                    live.pids.clone()
+                };
                 if !pids.is_empty() {
                     eprintln!("tessera: interrupted; stopping {} daemon(s) this command started", pids.len());
                 }

@@ -8,6 +8,8 @@
 //! DIR/mds<i>/          namespace database of metadata server i
 //! DIR/keys/osd<i>.key  OSD i's master key (mode 0600): given to OSD i and the metadata servers
 //! DIR/logs/<name>.log  each daemon's log
+//! DIR/tessera.lock     locked by `tessera up` while it starts the daemons
+//! DIR/*/tessera.lock   locked by the daemon running on that store (crate::lock)
 //! ```
 //!
 //! Capability security is on by default (CMDRSP): `start_spec` provisions a random master key
@@ -410,10 +412,13 @@ fn free_ports(host: &str, count: u32) -> Result<Vec<String>> {
     listeners.iter().map(|l| Ok(l.local_addr()?.to_string())).collect()
 }
 
+/// Writes `DIR/daemons.json` whole or not at all (a new file renamed over the old one): a
+/// full disk or a crash must not leave a half-written list of running daemons.
 pub fn write_records(dir: &Path, records: &[DaemonRecord]) -> Result<()> {
     let path = dir.join(DAEMONS_FILE);
+    let new = dir.join(format!("{DAEMONS_FILE}.new"));
     let text = serde_json::to_string_pretty(records)?;
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+    std::fs::write(&new, text).and_then(|()| std::fs::rename(&new, &path)).with_context(|| format!("writing {}", path.display()))
 }
 
 pub fn read_records(dir: &Path) -> Result<Vec<DaemonRecord>> {

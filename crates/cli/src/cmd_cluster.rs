@@ -13,10 +13,13 @@ use tessera_initiator::iscsi::Session;
 use tessera_initiator::osd_client::OsdClient;
 use tessera_mds::MdsConnection;
 use tessera_mds_proto::Request;
+use tessera_osd_proto::{Command, OsdRequestBuilder};
 
 use crate::cluster::{read_records, ClusterSpec, DaemonRecord, LocalCluster, Placement, SecuritySpec, CLUSTER_FILE, DAEMONS_FILE};
 use tessera_security::SecurityMethod;
-use crate::daemon::signal;
+use crate::daemon::{log_len, log_since, signal, ERROR_PREFIX};
+use crate::lock::DirLock;
+use crate::running;
 use crate::units::parse_size;
 
 /// How long `down` waits for a daemon to exit after SIGTERM before SIGKILL.
@@ -80,11 +83,22 @@ pub fn up(mut args: UpArgs) -> Result<()> {
     // Absolute, so the cluster file and `down` work from any directory.
     std::fs::create_dir_all(&args.dir).with_context(|| format!("creating {}", args.dir.display()))?;
     args.dir = absolute(&args.dir);
-    if let Ok(records) = read_records(&args.dir) {
-        let alive: Vec<String> = records.iter().filter(|r| is_running(r)).map(DaemonRecord::name).collect();
-        if !alive.is_empty() {
-            bail!("a cluster is already running in {} ({}); stop it with `tessera down --dir {}`", args.dir.display(), alive.join(", "), args.dir.display());
-        }
+    // Held until this command returns: a second `up` on DIR meanwhile is refused, so two
+    // clusters never start on the same stores.
+    let _lock = match DirLock::try_acquire(&args.dir)? {
+        Ok(lock) => lock,
+        Err(holder) => bail!("another `tessera up` ({holder}) is starting a cluster in {}; once it is done, see `tessera status --dir {}`", args.dir.display(), args.dir.display()),
+    };
+    let running = running::find(&args.dir);
+    if !running.is_empty() {
+        let hint = match &running.broken_records {
+            Some(e) => format!(" ({e}; `down` finds the daemons by their store locks)"),
+            None => String::new(),
+        };
+        bail!("a cluster is already running in {}: {}; stop it with `tessera down --dir {}`{hint}", args.dir.display(), running.describe(), args.dir.display());
+    }
+    if let Some(e) = &running.broken_records {
+        eprintln!("tessera up: note: {e}; no daemon holds a store of {}, so it is replaced", args.dir.display());
     }
     let exe = std::env::current_exe().context("finding the tessera executable")?;
     let spec = ClusterSpec {
@@ -121,31 +135,59 @@ pub fn up(mut args: UpArgs) -> Result<()> {
 }
 
 pub fn down(args: DownArgs) -> Result<()> {
-    let records = read_records(&args.dir)?;
-    let mut stopped = 0;
-    // Metadata servers first (they are first in the file): no namespace change half-done
-    // against an OSD that is already gone.
-    for r in &records {
-        if !is_running(r) {
-            continue;
-        }
-        signal(r.pid, libc::SIGTERM);
-        let deadline = Instant::now() + STOP_GRACE;
-        while is_running(r) && Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(20));
-        }
-        if is_running(r) {
-            eprintln!("tessera down: {} (pid {}) ignored SIGTERM for {STOP_GRACE:?}; killing it", r.name(), r.pid);
-            signal(r.pid, libc::SIGKILL);
-        }
-        println!("stopped {} (pid {})", r.name(), r.pid);
-        stopped += 1;
+    let dir = absolute(&args.dir);
+    let running = running::find(&dir);
+    if running.is_empty() && running::stores(&dir).is_empty() && !dir.join(CLUSTER_FILE).exists() {
+        bail!("{} holds no cluster (no stores, no {CLUSTER_FILE}); give the directory given to `tessera up`", dir.display());
     }
-    let _ = std::fs::remove_file(args.dir.join(DAEMONS_FILE));
-    if stopped == 0 {
-        println!("no daemon of {} was running", args.dir.display());
+    if let Some(e) = &running.broken_records {
+        eprintln!("tessera down: warning: {e}; stopping the daemons that hold the cluster's stores");
+    }
+    // Metadata servers first (`find` orders them so): no namespace change half-done against an
+    // OSD that is already gone.
+    let mut failed = Vec::new();
+    for r in &running.daemons {
+        match stop(r) {
+            Ok(()) => println!("stopped {} (pid {})", r.name(), r.pid),
+            Err(why) => {
+                eprintln!("tessera down: {} (pid {}) {why}", r.name(), r.pid);
+                failed.push(r.name());
+            }
+        }
+    }
+    for data in &running.unknown {
+        eprintln!("tessera down: {} is locked by a process that has not written its pid; run `tessera down` again", data.display());
+        failed.push(data.display().to_string());
+    }
+    let _ = std::fs::remove_file(dir.join(DAEMONS_FILE));
+    if running.is_empty() {
+        println!("the cluster in {} is already stopped", dir.display());
+    }
+    if !failed.is_empty() {
+        bail!("{} of {} daemon(s) did not shut down cleanly: {}; see their logs in {}", failed.len(), running.daemons.len() + running.unknown.len(), failed.join(", "), dir.join("logs").display());
     }
     Ok(())
+}
+
+/// Stops one daemon: SIGTERM, then SIGKILL after [`STOP_GRACE`]. An error says why the stop
+/// was not clean: the daemon had to be killed (an OSD then did not flush), or it reported an
+/// error while shutting down (e.g. a flush that failed on a full disk), which is in its log.
+fn stop(r: &DaemonRecord) -> std::result::Result<(), String> {
+    let log_start = log_len(&r.log);
+    signal(r.pid, libc::SIGTERM);
+    let deadline = Instant::now() + STOP_GRACE;
+    while running::alive(r.pid) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    if running::alive(r.pid) {
+        signal(r.pid, libc::SIGKILL);
+        return Err(format!("did not exit within {STOP_GRACE:?} of SIGTERM and was killed: no clean shutdown, no flush"));
+    }
+    let shutdown = log_since(&r.log, log_start);
+    match shutdown.lines().filter_map(|l| l.strip_prefix(ERROR_PREFIX)).last() {
+        Some(error) => Err(format!("failed while shutting down: {error} (log {})", r.log.display())),
+        None => Ok(()),
+    }
 }
 
 pub fn status(args: StatusArgs) -> Result<()> {
@@ -208,11 +250,13 @@ fn probe_osd(config: &ClusterConfig, index: usize) -> Result<String> {
     reachable(&osd.addr)?;
     let session = Session::login(osd.addr.as_str(), config.session_config(osd)?)?;
     let client = OsdClient::new(session, osd.lun);
-    // INQUIRY needs no capability; a LIST of the root without one tells a NOSEC OSD (answers)
-    // from one that checks capabilities (refuses).
+    // INQUIRY needs no capability; a LIST of the root without one, asking for 0 bytes, tells
+    // a NOSEC OSD (answers) from one that checks capabilities (refuses, and knows such a probe
+    // for one: no warning in its log).
     client.system_id()?;
-    let detail = match client.list_all(0) {
-        Ok(partitions) if partitions.contains(&osd.partition_id) => "NOSEC, data partition ready",
+    let probe = Command::List { partition_id: 0, list_id: 0, initial_oid: 0, allocation_len: 0, with_attrs: false };
+    let detail = match client.execute(&OsdRequestBuilder::new(probe)) {
+        Ok(_) if client.list_all(0)?.contains(&osd.partition_id) => "NOSEC, data partition ready",
         Ok(_) => "NOSEC, no data partition yet",
         Err(tessera_initiator::osd_client::OsdError::Sense { .. }) => "checks capabilities",
         Err(e) => return Err(e.into()),
@@ -220,18 +264,39 @@ fn probe_osd(config: &ClusterConfig, index: usize) -> Result<String> {
     Ok(format!("{}, {detail}", osd.target))
 }
 
-/// Whether the daemon a record names is still this daemon: alive, not a zombie, and its
-/// command line still names its directory (pids are reused).
-pub fn is_running(r: &DaemonRecord) -> bool {
-    let proc = PathBuf::from(format!("/proc/{}", r.pid));
-    let Ok(cmdline) = std::fs::read(proc.join("cmdline")) else { return false };
-    let zombie = std::fs::read_to_string(proc.join("stat"))
-        .map(|s| s.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
-        .unwrap_or(true);
-    let data = r.data.to_string_lossy();
-    !zombie && cmdline.split(|b| *b == 0).any(|arg| arg == data.as_bytes())
-}
-
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A process that, like a daemon whose flush fails, logs an error when told to stop.
+    fn stand_in(log: &Path, on_term: &str) -> (std::process::Child, DaemonRecord) {
+        let script = format!("trap '{on_term}; exit 1' TERM; echo ready >&2; while :; do sleep 0.05; done");
+        let stderr = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+        let child = std::process::Command::new("sh").args(["-c", &script]).stderr(stderr).spawn().unwrap();
+        while !std::fs::read_to_string(log).unwrap().contains("ready") {
+            thread::sleep(Duration::from_millis(10));
+        }
+        let record = DaemonRecord { role: "osd".into(), index: 0, pid: child.id(), addr: String::new(), data: log.into(), log: log.into() };
+        (child, record)
+    }
+
+    #[test]
+    fn stop_reports_an_error_the_daemon_logged_while_shutting_down() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("osd0.log");
+        // An error from an earlier run is not this shutdown's.
+        std::fs::write(&log, format!("{ERROR_PREFIX}an old failure\n")).unwrap();
+        let (mut child, record) = stand_in(&log, &format!("echo \"{ERROR_PREFIX}flushing the object store on shutdown: disk full\" >&2"));
+        let err = stop(&record).unwrap_err();
+        assert!(err.contains("flushing the object store on shutdown: disk full"), "{err}");
+        child.wait().unwrap();
+
+        let (mut child, record) = stand_in(&log, "echo shutting down >&2");
+        assert_eq!(stop(&record), Ok(()));
+        child.wait().unwrap();
+    }
 }

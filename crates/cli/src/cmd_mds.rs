@@ -26,6 +26,7 @@ use tessera_security::clock::now_ms;
 use tessera_security::{Key, SecurityMethod};
 
 use crate::daemon::ready_line;
+use crate::lock::DirLock;
 use crate::units::{parse_duration, parse_size};
 
 type OsdConn = OsdClient<ReconnectingSession>;
@@ -91,10 +92,13 @@ pub fn run(args: MdsArgs) -> Result<()> {
     let Some(me) = cluster.mds.get(args.index as usize) else {
         bail!("--index {} but {} names only {} metadata server(s)", args.index, args.cluster.display(), cluster.mds.len());
     };
+    std::fs::create_dir_all(&args.data).with_context(|| format!("creating {}", args.data.display()))?;
+    // Held until this process exits, and taken before the OSDs are touched: a second server on
+    // one namespace database fails its commits and would also re-key the OSDs.
+    let _lock = DirLock::acquire(&args.data, "the metadata store")?;
     let listen = args.listen.clone().unwrap_or_else(|| me.addr.clone());
     let listener = TcpListener::bind(&listen).with_context(|| format!("listening on {listen}"))?;
     let addr = listener.local_addr()?;
-    std::fs::create_dir_all(&args.data).with_context(|| format!("creating {}", args.data.display()))?;
 
     let mut clients = cluster.osds.iter().map(|osd| connect_osd(&cluster, osd)).collect::<Result<Vec<_>>>()?;
     let config = SecurityConfig { method: args.security, capability_lifetime: args.capability_lifetime, key_period: args.key_period };

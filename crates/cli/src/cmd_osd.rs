@@ -23,6 +23,7 @@ use tessera_target::spc::ScsiFront;
 
 use crate::chap_file::load_chap_secrets;
 use crate::daemon::ready_line;
+use crate::lock::DirLock;
 
 #[derive(Args)]
 pub struct OsdArgs {
@@ -63,13 +64,13 @@ pub fn run(args: OsdArgs) -> Result<()> {
     // Read before anything is opened, so a bad secret file stops the OSD at once.
     let chap = args.chap_secret_file.as_deref().map(load_chap_secrets).transpose()?;
     std::fs::create_dir_all(&args.data).with_context(|| format!("creating {}", args.data.display()))?;
+    // Held until this process exits: a second OSD on the store would corrupt it.
+    let _lock = DirLock::acquire(&args.data, "the OSD store")?;
     let engine = Engine::open(&args.data, EngineConfig::default())
         .with_context(|| format!("opening the object store in {}", args.data.display()))?;
     let system_id = engine.system_id();
     let target_name = args.target_name.unwrap_or_else(|| default_target_name(&system_id));
     let command_set = if args.security == SecurityMethod::NoSec {
-        eprintln!("tessera osd: WARNING: security is OFF (NOSEC): any client that reaches {} can read, write and remove every object; use --security cmdrsp", args.listen);
-        tracing::warn!("capability security is off (NOSEC)");
         Arc::new(OsdCommandSet::new(engine))
     } else {
         let master_key = args.master_key_file.as_deref().map(read_master_key).transpose()?;
@@ -86,6 +87,11 @@ pub fn run(args: OsdArgs) -> Result<()> {
     };
     let server = TargetServer::bind(config, device).with_context(|| format!("listening on {}", args.listen))?;
     let addr = server.local_addr()?;
+    if args.security == SecurityMethod::NoSec {
+        // After binding, so the warning names the port clients reach, not a requested :0.
+        eprintln!("tessera osd: WARNING: security is OFF (NOSEC): any client that reaches {addr} can read, write and remove every object; use --security cmdrsp");
+        tracing::warn!("capability security is off (NOSEC)");
+    }
     println!(
         "{}",
         ready_line(&[

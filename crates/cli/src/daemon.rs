@@ -61,24 +61,20 @@ impl Daemon {
     /// [`crate::netns::Host::command`]) that runs a `tessera` daemon, and waits for its ready
     /// line. `what` names the daemon in errors (its `tessera` arguments).
     pub fn spawn_command(mut cmd: Command, what: &str, log: Option<&Path>) -> Result<Daemon> {
-        let stderr = match log {
-            Some(path) => Stdio::from(
-                std::fs::OpenOptions::new()
+        let (stderr, log_start) = match log {
+            Some(path) => {
+                let file = std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(path)
-                    .with_context(|| format!("opening log {}", path.display()))?,
-            ),
-            None => Stdio::inherit(),
+                    .with_context(|| format!("opening log {}", path.display()))?;
+                let start = file.metadata().map(|m| m.len()).unwrap_or(0);
+                (Stdio::from(file), start)
+            }
+            None => (Stdio::inherit(), 0),
         };
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .process_group(0)
-            .spawn()
-            .with_context(|| format!("starting `tessera {what}`"))?;
-        crate::children::register(child.id());
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(stderr).process_group(0);
+        let mut child = crate::children::spawn(&mut cmd).with_context(|| format!("starting `tessera {what}`"))?;
         let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout pipe"))?;
         let (tx, rx) = mpsc::channel();
         thread::spawn(move || {
@@ -97,14 +93,20 @@ impl Daemon {
         });
         match rx.recv_timeout(READY_TIMEOUT) {
             Ok(fields) => Ok(Daemon { child, fields }),
-            Err(_) => {
-                let status = child.try_wait().ok().flatten();
+            Err(e) => {
+                // Disconnected: stdout closed, so the daemon is exiting; wait for its status.
+                let status = match e {
+                    mpsc::RecvTimeoutError::Disconnected => child.wait().ok(),
+                    mpsc::RecvTimeoutError::Timeout => None,
+                };
                 let _ = child.kill();
                 let _ = child.wait();
                 crate::children::forget(child.id());
+                // The reason is in the daemon's log; show it rather than send the operator there.
+                let why = log.map(|path| log_tail(path, log_start)).unwrap_or_default();
                 match status {
-                    Some(s) => bail!("`tessera {what}` exited ({s}) before it was ready"),
-                    None => bail!("`tessera {what}` was not ready within {READY_TIMEOUT:?}"),
+                    Some(s) => bail!("`tessera {what}` exited ({s}) before it was ready{why}"),
+                    None => bail!("`tessera {what}` was not ready within {READY_TIMEOUT:?}{why}"),
                 }
             }
         }
@@ -157,6 +159,35 @@ impl Daemon {
     }
 }
 
+/// How many of a log's last lines a start-up failure shows.
+const LOG_TAIL_LINES: usize = 8;
+
+/// How `tessera` begins the line it prints when a command (a daemon too) fails.
+pub const ERROR_PREFIX: &str = "tessera: error: ";
+
+/// A log's length now, to read later only what was written after it.
+pub fn log_len(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+/// What `path` gained after byte `start`.
+pub fn log_since(path: &Path, start: u64) -> String {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    String::from_utf8_lossy(bytes.get(start as usize..).unwrap_or_default()).into_owned()
+}
+
+/// The last lines `path` gained after byte `start` (this run's, not an earlier run's), with
+/// the path, for an error message.
+pub fn log_tail(path: &Path, start: u64) -> String {
+    let new = log_since(path, start);
+    let lines: Vec<&str> = new.lines().filter(|l| !l.trim().is_empty()).collect();
+    let last = &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..];
+    if last.is_empty() {
+        return format!(" (its log {} is empty)", path.display());
+    }
+    format!("; the end of its log {}:\n    {}", path.display(), last.join("\n    "))
+}
+
 /// Sends `sig` to `pid`; false if no such process.
 pub fn signal(pid: u32, sig: libc::c_int) -> bool {
     // SAFETY: kill(2) with a valid signal number has no memory effects in this process.
@@ -180,5 +211,22 @@ mod tests {
         assert_eq!(f["addr"], "127.0.0.1:3260");
         assert_eq!(f["target"], "iqn.x:y");
         assert!(parse_ready("hello").is_none());
+    }
+
+    #[test]
+    fn a_log_tail_shows_only_what_this_run_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("d.log");
+        std::fs::write(&log, "old run\n").unwrap();
+        let start = std::fs::metadata(&log).unwrap().len();
+        assert!(log_tail(&log, start).contains("is empty"));
+        let mut text = String::from("old run\n");
+        for i in 0..20 {
+            text.push_str(&format!("line {i}\n"));
+        }
+        std::fs::write(&log, text).unwrap();
+        let tail = log_tail(&log, start);
+        assert!(tail.contains(&log.display().to_string()) && tail.contains("line 19") && tail.contains("line 12"), "{tail}");
+        assert!(!tail.contains("line 11") && !tail.contains("old run"), "{tail}");
     }
 }

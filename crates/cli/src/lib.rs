@@ -11,6 +11,8 @@ pub mod cmd_osd;
 pub mod daemon;
 pub mod demo;
 pub mod fs;
+pub mod lock;
 pub mod netns;
+pub mod running;
 pub mod session;
 pub mod units;

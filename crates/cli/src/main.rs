@@ -90,6 +90,8 @@ fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .with_writer(std::io::stderr)
+        // Colour only on a terminal: a daemon's stderr is its log file, read with grep and less.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     if !matches!(cli.command, Command::Osd(_) | Command::Mds(_)) {
         restore_sigpipe();
@@ -122,8 +124,10 @@ fn main() {
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args.which, args.common),
     };
+    // An interrupt's daemons are being stopped: that thread reports and exits.
+    tessera_cli::children::wait_if_interrupted();
     if let Err(e) = result {
-        eprintln!("tessera: error: {}", error_chain(&e));
+        eprintln!("{}{}", tessera_cli::daemon::ERROR_PREFIX, error_chain(&e));
         std::process::exit(1);
     }
 }

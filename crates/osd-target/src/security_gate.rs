@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use tessera_engine::{Engine, ObjectKind, StoredKey};
-use tessera_osd_proto::{continuation_segment, ReplyPlacement, Request, ServiceAction};
+use tessera_osd_proto::{continuation_segment, Command, GetAttrs, ReplyPlacement, Request, ServiceAction};
 use tessera_scsi::{Nexus, ScsiOutcome, ScsiTask, Sense};
 use tessera_security::check::Arrived;
 use tessera_security::key_commands::KeyCommand;
@@ -59,6 +59,19 @@ pub struct SecurityCounters {
     pub authorized: u64,
     pub refused: u64,
     pub refused_by_kind: Vec<(&'static str, u64)>,
+}
+
+/// The kind a liveness probe's refusal is counted under.
+const PROBE: &str = "probe";
+
+/// A LIST of the root with no capability (NOSEC) that asks for no bytes: let through, it would
+/// read and change nothing, so it is no attempt at data. `tessera status` sends it to learn
+/// whether an OSD checks capabilities (refused) or runs NOSEC (answered).
+fn is_liveness_probe(request: &Request<'_>, e: &SecurityError) -> bool {
+    matches!(e, SecurityError::MethodRefused { got: SecurityMethod::NoSec, .. })
+        && matches!(request.command, Command::List { partition_id: 0, allocation_len: 0, with_attrs: false, .. })
+        && request.get_attrs == GetAttrs::None
+        && request.set_attrs.is_empty()
 }
 
 pub struct SecurityGate {
@@ -146,13 +159,16 @@ impl SecurityGate {
         Ok(facts)
     }
 
+    /// Counts one refusal of `kind`; returns how many there were.
+    fn count(&self, kind: &'static str) -> u64 {
+        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        let n = refused.entry(kind).or_insert(0);
+        *n += 1;
+        *n
+    }
+
     fn refuse(&self, nexus: &Nexus, what: &str, addr: (u64, u64), e: SecurityError) -> Sense {
-        let count = {
-            let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
-            let n = refused.entry(e.kind()).or_insert(0);
-            *n += 1;
-            *n
-        };
+        let count = self.count(e.kind());
         // Loud for the first refusals of each kind, then at powers of two: a hostile flood must
         // not drown the log.
         if count <= 16 || count.is_power_of_two() {
@@ -186,6 +202,14 @@ impl SecurityGate {
             Ok(auth) => {
                 self.authorized.fetch_add(1, Ordering::Relaxed);
                 Ok(auth)
+            }
+            Err(e) if is_liveness_probe(request, &e) => {
+                // Refused all the same, but counted apart and logged quietly: a health check
+                // every few seconds must neither fill the log with warnings nor use up the
+                // warnings that real refusals get.
+                let count = self.count(PROBE);
+                debug!(initiator = %nexus.initiator_port, count, "refused a liveness probe (a capability-less LIST of the root for 0 bytes)");
+                Err(e.sense())
             }
             Err(e) => {
                 let addressed = tessera_security::policy::Addressed::partition_id(need.addressed);

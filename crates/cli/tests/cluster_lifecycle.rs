@@ -1,0 +1,257 @@
+//! A local cluster's life cycle as an operator drives it: `tessera up`, `down`, `status` and
+//! hand-started daemons, each a real `tessera` process on loopback. Goals: a store in use is
+//! locked (a second daemon, or a second `up`, is refused), `down` is idempotent, and daemon
+//! logs are plain text.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::tessera_exe;
+use tessera_cli::cluster::read_records;
+
+/// A directory for `tessera up`, stopped with `tessera down` even when a test fails.
+struct ClusterDir {
+    dir: tempfile::TempDir,
+}
+
+impl ClusterDir {
+    fn new() -> ClusterDir {
+        ClusterDir { dir: tempfile::Builder::new().prefix("tessera-life-").tempdir().unwrap() }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn arg(&self) -> &str {
+        self.path().to_str().unwrap()
+    }
+
+    fn up_args<'a>(&'a self, osds: &'a str) -> Vec<&'a str> {
+        vec!["up", "--dir", self.arg(), "--osds", osds]
+    }
+
+    fn pid_of(&self, name: &str) -> u32 {
+        let records = read_records(self.path()).expect("daemons.json");
+        records.iter().find(|r| r.name() == name).unwrap_or_else(|| panic!("no {name} in daemons.json")).pid
+    }
+
+    fn log(&self, name: &str) -> PathBuf {
+        self.path().join("logs").join(format!("{name}.log"))
+    }
+}
+
+impl Drop for ClusterDir {
+    fn drop(&mut self) {
+        let _ = run(&["down", "--dir", self.arg()]);
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(tessera_exe()).args(args).env_remove("TESSERA_CLUSTER").output().expect("running tessera")
+}
+
+fn run_ok(args: &[&str]) -> Output {
+    let out = run(args);
+    assert!(out.status.success(), "`tessera {}` failed: {}{}", args.join(" "), text(&out.stderr), text(&out.stdout));
+    out
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs `tessera args`, which must end on its own within `limit`; a daemon that starts instead
+/// of refusing is killed and the test fails.
+fn run_expecting_exit(args: &[&str], limit: Duration) -> Output {
+    let mut child = Command::new(tessera_exe())
+        .args(args)
+        .env_remove("TESSERA_CLUSTER")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running tessera");
+    let deadline = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            panic!("`tessera {}` still runs after {limit:?}: {}{}", args.join(" "), text(&out.stdout), text(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Processes (not zombies) whose command line names `dir`.
+fn processes_under(dir: &Path) -> Vec<u32> {
+    let needle = dir.to_str().unwrap();
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let zombie = std::fs::read_to_string(entry.path().join("stat")).map_or(true, |s| s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'));
+        if !zombie && cmdline.split(|b| *b == 0).any(|arg| String::from_utf8_lossy(arg).starts_with(needle)) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[test]
+fn a_second_daemon_on_a_store_in_use_is_refused_and_names_the_holder() {
+    let c = ClusterDir::new();
+    run_ok(&c.up_args("1"));
+    let osd0 = c.path().join("osd0");
+    let out = run_expecting_exit(&["osd", "--data", osd0.to_str().unwrap(), "--listen", "127.0.0.1:0"], Duration::from_secs(20));
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains(&format!("{} is in use by pid {}", osd0.display(), c.pid_of("osd0"))), "{err}");
+
+    let mds0 = c.path().join("mds0");
+    let cluster = c.path().join("cluster.toml");
+    let keys = c.path().join("keys");
+    let args = ["mds", "--data", mds0.to_str().unwrap(), "--cluster", cluster.to_str().unwrap(), "--listen", "127.0.0.1:0", "--master-keys", keys.to_str().unwrap()];
+    let out = run_expecting_exit(&args, Duration::from_secs(20));
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains(&format!("{} is in use by pid {}", mds0.display(), c.pid_of("mds0"))), "{err}");
+    // The refused daemons touched nothing: the cluster still answers.
+    run_ok(&["status", "--dir", c.arg()]);
+}
+
+#[test]
+fn daemon_logs_hold_no_terminal_colour_codes() {
+    let c = ClusterDir::new();
+    // NOSEC makes every OSD log a WARN through the tracing formatter, the one that colours.
+    let mut args = c.up_args("1");
+    args.push("--insecure");
+    run_ok(&args);
+    let log = std::fs::read(c.log("osd0")).unwrap();
+    assert!(text(&log).contains("capability security is off"), "the WARN is in the log: {}", text(&log));
+    assert!(!log.contains(&0x1b), "ESC in {}: {:?}", c.log("osd0").display(), text(&log));
+}
+
+#[test]
+fn two_concurrent_ups_on_one_directory_start_exactly_one_cluster() {
+    // A few rounds: without a lock the outcome of the race varies from run to run.
+    for round in 0..3 {
+        let c = ClusterDir::new();
+        let spawn = || Command::new(tessera_exe()).args(c.up_args("2")).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let (a, b) = (spawn(), spawn());
+        let outs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
+        let ok: Vec<&Output> = outs.iter().filter(|o| o.status.success()).collect();
+        let all = outs.iter().map(|o| text(&o.stderr)).collect::<Vec<_>>().join("\n");
+        assert_eq!(ok.len(), 1, "round {round}: exactly one `up` succeeds: {all}");
+        let refused = outs.iter().find(|o| !o.status.success()).unwrap();
+        let why = text(&refused.stderr);
+        assert!(why.contains("another `tessera up`") || why.contains("already running"), "round {round}: {why}");
+        // One metadata server and two OSDs, each alone on its store.
+        let procs = processes_under(c.path());
+        assert_eq!(procs.len(), 3, "round {round}: daemons on {}: {procs:?}", c.path().display());
+        run_ok(&["status", "--dir", c.arg()]);
+    }
+}
+
+#[test]
+fn down_twice_says_already_stopped_and_succeeds() {
+    let c = ClusterDir::new();
+    run_ok(&c.up_args("1"));
+    let first = run_ok(&["down", "--dir", c.arg()]);
+    assert!(text(&first.stdout).contains("stopped osd0"), "{}", text(&first.stdout));
+    assert!(processes_under(c.path()).is_empty());
+    let second = run(&["down", "--dir", c.arg()]);
+    assert!(second.status.success(), "a second down exits 0: {}", text(&second.stderr));
+    assert!(text(&second.stdout).contains("already stopped"), "{}", text(&second.stdout));
+    // A directory that never held a cluster is an error, not "stopped".
+    let empty = tempfile::tempdir().unwrap();
+    let out = run(&["down", "--dir", empty.path().to_str().unwrap()]);
+    assert!(!out.status.success() && text(&out.stderr).contains("holds no cluster"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn down_finds_daemons_that_daemons_json_does_not_name() {
+    let c = ClusterDir::new();
+    run_ok(&c.up_args("1"));
+    std::fs::write(c.path().join("daemons.json"), "{garbage").unwrap();
+    // A broken record of the running daemons must not let a second cluster start over them.
+    let out = run(&c.up_args("1"));
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("already running"), "{}", text(&out.stderr));
+    let out = run_ok(&["down", "--dir", c.arg()]);
+    assert!(text(&out.stdout).contains("stopped mds0") && text(&out.stdout).contains("stopped osd0"), "{}", text(&out.stdout));
+    assert!(processes_under(c.path()).is_empty(), "{:?}", processes_under(c.path()));
+}
+
+#[test]
+fn down_fails_when_a_daemon_does_not_shut_down_cleanly() {
+    let c = ClusterDir::new();
+    run_ok(&c.up_args("1"));
+    let osd0 = c.pid_of("osd0");
+    // A frozen OSD cannot act on SIGTERM: down must kill it and say it did not flush.
+    // SAFETY: kill(2) on a daemon this test started.
+    unsafe { libc::kill(osd0 as libc::pid_t, libc::SIGSTOP) };
+    let out = run(&["down", "--dir", c.arg()]);
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "down reports the failure: {}", text(&out.stdout));
+    assert!(err.contains(&format!("osd0 (pid {osd0})")) && err.contains("was killed: no clean shutdown"), "{err}");
+    assert!(text(&out.stdout).contains("stopped mds0"), "{}", text(&out.stdout));
+}
+
+#[test]
+fn a_daemon_that_fails_to_start_shows_its_log() {
+    let c = ClusterDir::new();
+    // `::1:0` is no socket address: the OSD exits at once, saying so in its log.
+    let mut args = c.up_args("1");
+    args.extend(["--host", "::1"]);
+    let out = run(&args);
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains(&c.log("osd0").display().to_string()), "{err}");
+    assert!(err.contains("invalid value '::1:0'"), "{err}");
+}
+
+#[test]
+fn an_interrupted_up_leaves_no_daemon_running() {
+    let c = ClusterDir::new();
+    let mut up = Command::new(tessera_exe()).args(c.up_args("30")).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while processes_under(c.path()).len() < 4 {
+        assert!(Instant::now() < deadline, "up started no daemons within 60 s");
+        assert!(up.try_wait().unwrap().is_none(), "up ended before it was interrupted");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(up.id() as libc::pid_t, libc::SIGINT) };
+    let status = up.wait().unwrap();
+    assert!(!status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_under(c.path()).is_empty() {
+        assert!(Instant::now() < deadline, "daemons still run 10 s after `up` was interrupted: {:?}", processes_under(c.path()));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = run_ok(&["down", "--dir", c.arg()]);
+    assert!(text(&out.stdout).contains("already stopped"), "{}", text(&out.stdout));
+}
+
+#[test]
+fn status_leaves_no_warning_in_osd_logs_but_a_real_capability_less_command_does() {
+    let c = ClusterDir::new();
+    run_ok(&c.up_args("1"));
+    for _ in 0..3 {
+        let out = run_ok(&["status", "--dir", c.arg()]);
+        assert!(text(&out.stdout).contains("checks capabilities"), "{}", text(&out.stdout));
+    }
+    let log = std::fs::read_to_string(c.log("osd0")).unwrap();
+    assert!(!log.contains("WARN") && !log.contains("refused"), "status probes made the OSD warn: {log}");
+    // The same LIST asking for data is an attempt to read without a capability: still refused
+    // and still a warning.
+    let config = tessera_client::ClusterConfig::load(&c.path().join("cluster.toml")).unwrap();
+    let client = tessera_cli::session::connect(&config.osds[0].addr, &config.osds[0].target).unwrap();
+    assert!(client.list_all(0).is_err(), "a capability-less LIST of the root is refused");
+    let log = std::fs::read_to_string(c.log("osd0")).unwrap();
+    assert!(log.contains("WARN") && log.contains("refused"), "{log}");
+}
