@@ -91,6 +91,16 @@ impl Inner {
         Ok(at)
     }
 
+    /// `attr` as a stat answers it: a file whose size the metadata server could not learn (an
+    /// OSD holding it did not answer) is EIO, as a local file system answers for a file on a
+    /// failed disk. Walks, listings, chmod and unlink do without the size.
+    pub fn sized(op: &'static str, path: &str, attr: Attr) -> Result<Attr, ClientError> {
+        match attr.size_known() {
+            true => Ok(attr),
+            false => Err(ClientError::Fs { op, path: path.to_string(), source: FsError::Io }),
+        }
+    }
+
     /// The directory that holds `path`'s final name, and that name.
     pub fn parent_of<'p>(&self, op: &'static str, path: &'p str) -> Result<(Attr, &'p str), ClientError> {
         let (parent, name) = split_parent(op, path)?;
@@ -146,9 +156,10 @@ impl Client {
         Ok(Client { inner: Arc::new(inner) })
     }
 
-    /// Attributes of `path` (symlinks not followed); a file's size comes from its objects.
+    /// Attributes of `path` (symlinks not followed); a file's size comes from its objects
+    /// (EIO when one of its OSDs does not answer).
     pub fn stat(&self, path: &str) -> Result<Attr, ClientError> {
-        self.inner.resolve("stat", path)
+        Inner::sized("stat", path, self.inner.resolve("stat", path)?)
     }
 
     pub fn mkdir(&self, path: &str, mode: u32) -> Result<Attr, ClientError> {
@@ -241,7 +252,8 @@ impl Client {
         }
     }
 
-    /// Every entry of a directory in name order, with attributes (pages of up to 1024).
+    /// Every entry of a directory in name order, with attributes (pages of up to 1024). A
+    /// file one of whose OSDs did not answer is listed with size [`Attr::SIZE_UNKNOWN`].
     pub fn readdir(&self, path: &str) -> Result<Vec<DirEntry>, ClientError> {
         let dir = self.inner.resolve("readdir", path)?;
         let mut out: Vec<DirEntry> = Vec::new();

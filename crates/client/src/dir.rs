@@ -63,7 +63,8 @@ impl Dir {
     pub fn stat(&self, name: &str) -> Result<Attr, ClientError> {
         let name = self.checked("stat", name)?;
         let request = Request::Lookup { parent: self.ino, name: name.to_string() };
-        self.inner.attr_of(self.ino, "stat", &self.label(name), request)
+        let label = self.label(name);
+        Inner::sized("stat", &label, self.inner.attr_of(self.ino, "stat", &label, request)?)
     }
 
     /// unlinkat: removes a non-directory entry.

@@ -62,6 +62,15 @@ pub struct OsdUsage {
     pub used_bytes: u64,
 }
 
+impl OsdUsage {
+    /// What the metadata server reports for an OSD that did not answer.
+    pub const UNREACHABLE: OsdUsage = OsdUsage { total_bytes: u64::MAX, used_bytes: u64::MAX };
+
+    pub fn reachable(&self) -> bool {
+        *self != Self::UNREACHABLE
+    }
+}
+
 pub fn encode_usage(usage: &[OsdUsage], w: &mut Writer) {
     w.count(usage.len(), OSDS_MAX);
     for u in usage {

@@ -116,8 +116,8 @@ pub struct Attr {
     pub uid: u32,
     pub gid: u32,
     pub nlink: u32,
-    /// Regular files: from the data objects' logical lengths. Symlinks: target length.
-    /// Directories: 0.
+    /// Regular files: from the data objects' logical lengths, or [`Attr::SIZE_UNKNOWN`] when
+    /// an OSD holding one did not answer. Symlinks: target length. Directories: 0.
     pub size: u64,
     pub atime: Timespec,
     pub mtime: Timespec,
@@ -127,6 +127,15 @@ pub struct Attr {
 }
 
 impl Attr {
+    /// The size of a regular file one of whose OSDs did not answer: the metadata server still
+    /// names the file (a lookup, a listing) so that what does not need the size goes on. No
+    /// file can be this long (the size is one past the last byte).
+    pub const SIZE_UNKNOWN: u64 = u64::MAX;
+
+    pub fn size_known(&self) -> bool {
+        self.size != Self::SIZE_UNKNOWN
+    }
+
     pub fn encode(&self, w: &mut Writer) {
         let start = w.buf.len();
         w.u64(self.ino.0);

@@ -240,6 +240,9 @@ impl Mds {
             // file is gone, not broken.
             Err(e) => match self.ns.read(|s| s.inode(row.ino)) {
                 Err(FsError::Stale | FsError::NotFound) => Err(FsError::Stale),
+                // An OSD that does not answer leaves the size unknown, not the file: a
+                // listing, a walk through it, a chmod or an unlink need no size.
+                Ok(row) if e == FsError::Io => Ok(row.attr(Attr::SIZE_UNKNOWN)),
                 _ => Err(e),
             },
         }
@@ -509,15 +512,17 @@ impl Mds {
     }
 
     /// Capacity and use of every OSD, read by this server (clients hold no root capability).
+    /// Every OSD's capacity and use; one that does not answer is reported as such, so the
+    /// others are still shown.
     fn osd_usage(&self) -> Result<Vec<tessera_mds_proto::OsdUsage>, FsError> {
-        (0..self.osd_count())
+        Ok((0..self.osd_count())
             .map(|osd| {
-                self.objects.usage(osd).map_err(|e| {
+                self.objects.usage(osd).unwrap_or_else(|e| {
                     tracing::warn!(osd, %e, "cannot read OSD usage");
-                    FsError::Io
+                    tessera_mds_proto::OsdUsage::UNREACHABLE
                 })
             })
-            .collect()
+            .collect())
     }
 
     fn rename(&self, src_parent: InodeId, src_name: &str, dst_parent: InodeId, dst_name: &str) -> Result<(), FsError> {

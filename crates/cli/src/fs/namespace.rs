@@ -98,7 +98,9 @@ pub fn ls(args: LsArgs) -> Result<()> {
     let print = |entries: Vec<(String, Attr)>| {
         for (name, attr) in entries {
             if args.long {
-                println!("{} {:>3} {:>5} {:>5} {:>12} {} {name}", mode_string(&attr), attr.nlink, attr.uid, attr.gid, attr.size, time_string(attr.mtime.secs));
+                // `?`: an OSD holding the file did not answer, so its size is unknown.
+                let size = if attr.size_known() { attr.size.to_string() } else { "?".to_string() };
+                println!("{} {:>3} {:>5} {:>5} {:>12} {} {name}", mode_string(&attr), attr.nlink, attr.uid, attr.gid, size, time_string(attr.mtime.secs));
             } else {
                 println!("{name}");
             }

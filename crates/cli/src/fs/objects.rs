@@ -126,8 +126,13 @@ pub fn df(args: DfArgs) -> Result<()> {
     let (client, config) = args.cluster.connect()?;
     let usage = client.osd_usage()?;
     println!("{:<6} {:<22} {:>12} {:>12} {:>12} {:>5}", "osd", "portal", "size", "used", "avail", "use%");
-    let (mut total_all, mut used_all) = (0u64, 0u64);
+    let (mut total_all, mut used_all, mut down) = (0u64, 0u64, 0);
     for (i, (entry, u)) in config.osds.iter().zip(&usage).enumerate() {
+        if !u.reachable() {
+            println!("{:<6} {:<22} {:>12}", format!("osd{i}"), entry.addr, "not answering");
+            down += 1;
+            continue;
+        }
         total_all = total_all.saturating_add(u.total_bytes);
         used_all = used_all.saturating_add(u.used_bytes);
         print_row(&format!("osd{i}"), &entry.addr, u.total_bytes, u.used_bytes);
@@ -135,6 +140,9 @@ pub fn df(args: DfArgs) -> Result<()> {
     print_row("total", "", total_all, used_all);
     let fs = client.statfs()?;
     println!("namespace: {} files, {} directories, {} symlinks, {} objects awaiting removal", fs.files, fs.directories, fs.symlinks, fs.pending_removals);
+    if down > 0 {
+        anyhow::bail!("{down} of {} OSDs did not answer; the total counts the others", usage.len());
+    }
     Ok(())
 }
 

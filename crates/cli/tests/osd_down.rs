@@ -1,0 +1,59 @@
+//! Goal: with one OSD down, what does not need that OSD keeps working. A directory holding a
+//! file on it is still listed (the file's size shown as unknown), the file can be looked up,
+//! chmod-ed, its layout shown and removed, `df` reports the other OSDs and names the one
+//! that does not answer; only what needs the size or the data (stat, read) fails, with EIO.
+//! Method: a real cluster (one `tessera mds`, two `tessera osd`, CMDRSP security), OSD 1
+//! stopped; the client library and the `tessera` commands against it.
+
+mod common;
+
+use std::process::Command;
+
+use common::tessera_exe;
+use tessera_cli::cluster::{ClusterSpec, LocalCluster};
+use tessera_client::{Attr, Client, FsError, StripeHint};
+
+fn tessera(cluster: &LocalCluster, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(tessera_exe()).args(args).env("TESSERA_CLUSTER", cluster.cluster_file()).output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn with_an_osd_down_the_namespace_still_works_and_sizes_are_unknown() {
+    let dir = tempfile::Builder::new().prefix("tessera-osd-down-").tempdir().unwrap();
+    let mut cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &ClusterSpec::new(2)).unwrap();
+    let client = Client::connect(cluster.config()).unwrap();
+    client.mkdir("/d", 0o755).unwrap();
+    let both = Some(StripeHint { stripe_unit: 65536, stripe_count: 2, start_osd: Some(0) });
+    client.create("/d/striped", 0o644, both).unwrap().pwrite(0, &[1u8; 200_000]).unwrap();
+    let only0 = Some(StripeHint { stripe_unit: 65536, stripe_count: 1, start_osd: Some(0) });
+    client.create("/d/on0", 0o644, only0).unwrap().pwrite(0, b"twelve bytes").unwrap();
+    cluster.stop_osd(1).unwrap();
+
+    let listed = client.readdir("/d").expect("a directory with a file on a down OSD is listed");
+    let by_name = |n: &str| listed.iter().find(|e| e.name == n).map(|e| e.attr).unwrap();
+    assert_eq!(by_name("striped").size, Attr::SIZE_UNKNOWN);
+    assert!(!by_name("striped").size_known());
+    assert_eq!(by_name("on0").size, 12, "a file on the OSD that answers keeps its size");
+    let err = client.stat("/d/striped").unwrap_err();
+    assert_eq!(err.fs_error(), Some(FsError::Io), "stat needs the size: {err}");
+    assert!(client.getstripe("/d/striped").is_ok(), "the layout needs no OSD");
+
+    let (ok, out, err) = tessera(&cluster, &["ls", "-l", "/d"]);
+    assert!(ok, "ls -l: {err}");
+    let line = out.lines().find(|l| l.ends_with(" striped")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.split_whitespace().nth(4) == Some("?"), "the size column shows `?`: {line}");
+    let (ok, out, err) = tessera(&cluster, &["df"]);
+    assert!(!ok, "df fails when an OSD does not answer");
+    assert!(out.contains("osd0") && out.lines().any(|l| l.starts_with("osd1") && l.contains("not answering")), "{out}");
+    assert!(err.contains("1 of 2 OSDs did not answer"), "{err}");
+
+    // chmod commits (its revocation waits for OSD 1 in the journal), and unlink removes the
+    // name now and the objects once the OSD returns.
+    let _ = client.chmod("/d/striped", 0o600);
+    assert_eq!(client.readdir("/d").unwrap().iter().find(|e| e.name == "striped").unwrap().attr.mode & 0o777, 0o600);
+    client.unlink("/d/striped").expect("unlink with an OSD down");
+    assert_eq!(client.readdir("/d").unwrap().len(), 1);
+    cluster.start_osd(1).unwrap();
+    cluster.stop().unwrap();
+}
