@@ -12,6 +12,7 @@
 //! | `osd_alloc` | osd -> next object sequence | per-OSD object id allocation |
 //! | `pending_removal` | (osd, object id) | objects that must be removed from the OSDs |
 //! | `pending_retag` | (osd, object id) -> policy tag | revocations not yet on the OSDs: the tag each object must be set to |
+//! | `pending_length` | (osd, object id) -> logical length | truncates not yet on the OSDs: the length each object must be set to |
 //! | `precreated` | (osd, first seq) -> next seq, last seq, ready, policy tag | object ranges made ahead of need; `ready` once they exist; `next..=last` not handed out yet; the tag their CREATE set |
 
 use std::path::Path;
@@ -22,8 +23,8 @@ use rusqlite::Connection;
 /// refused. Version 1 lacked `precreated` and is upgraded in place (the table starts empty).
 /// Version 2 lacked the policy tag columns; they are added in place with tag 0 (objects created
 /// before then hold no tag, and capabilities for them carry 0, "not checked"). Version 3
-/// lacked `pending_retag`; it starts empty.
-pub const SCHEMA_VERSION: i64 = 4;
+/// lacked `pending_retag`; version 4 lacked `pending_length`; both start empty.
+pub const SCHEMA_VERSION: i64 = 5;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -74,6 +75,12 @@ CREATE TABLE IF NOT EXISTS pending_retag (
     osd INTEGER NOT NULL,
     object_id INTEGER NOT NULL,
     policy_tag INTEGER NOT NULL,
+    PRIMARY KEY (osd, object_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pending_length (
+    osd INTEGER NOT NULL,
+    object_id INTEGER NOT NULL,
+    length INTEGER NOT NULL,
     PRIMARY KEY (osd, object_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS precreated (

@@ -36,6 +36,7 @@ pub mod security;
 pub mod server;
 pub mod store;
 pub mod tcp;
+pub mod truncation;
 pub mod wal_vfs;
 pub mod workers;
 

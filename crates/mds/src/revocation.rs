@@ -38,10 +38,11 @@ pub fn resume(ns: &Namespace, objects: &dyn DataObjects) -> Result<usize, FsErro
     Ok(retag(ns, objects, &list))
 }
 
-/// The background retry of both journals: a thread that runs [`resume`] and then drains the
-/// removal journal ([`journal::resume`]) every [`RETRY_EVERY`], so a revocation completes and
-/// a removed file's space comes back once its OSD is reachable again, without a restart of
-/// this server; stopped and joined on drop.
+/// The background retry of every journal: a thread that runs [`resume`], then drains the
+/// removal journal ([`journal::resume`]) and the truncate journal
+/// ([`crate::truncation::resume`]) every [`RETRY_EVERY`], so a revocation or truncate
+/// completes and a removed file's space comes back once its OSD is reachable again, without a
+/// restart of this server; stopped and joined on drop.
 pub struct Retrier {
     stop: Arc<(Mutex<bool>, Condvar)>,
     thread: Option<JoinHandle<()>>,
@@ -68,6 +69,11 @@ impl Retrier {
                 Ok(0) => {}
                 Ok(left) => tracing::debug!(left, "objects still await removal"),
                 Err(e) => tracing::warn!(%e, "removal journal not read"),
+            }
+            match crate::truncation::resume(&ns, objects.as_ref()) {
+                Ok(0) => {}
+                Ok(left) => tracing::debug!(left, "truncates still owed"),
+                Err(e) => tracing::warn!(%e, "truncate journal not read"),
             }
         })?;
         Ok(Retrier { stop, thread: Some(thread) })

@@ -27,6 +27,7 @@ use crate::objects::DataObjects;
 use crate::peer::{MdsConnection, PEER_TIMEOUT};
 use crate::pools::{Pools, PrecreateConfig};
 use crate::revocation::{self, Retrier};
+use crate::truncation;
 use crate::security::{file_permissions, fresh_policy_tag, SecurityManager};
 use crate::store::files::{self, CreateError, StripePolicy};
 use crate::store::{InodeRow, Store};
@@ -141,6 +142,11 @@ impl Mds {
             Ok(left) => tracing::warn!(left, "objects still await removal"),
             Err(e) => tracing::warn!(%e, "removal journal not drained"),
         }
+        match truncation::resume(&ns, objects.as_ref()) {
+            Ok(0) => {}
+            Ok(left) => tracing::warn!(left, "truncates still owed to unreachable OSDs; retried in the background"),
+            Err(e) => tracing::warn!(%e, "truncate journal not read"),
+        }
         match revocation::resume(&ns, objects.as_ref()) {
             Ok(0) => {}
             Ok(left) => tracing::warn!(left, "revocations still owed to unreachable OSDs; retried in the background"),
@@ -165,11 +171,12 @@ impl Mds {
         self.config.cluster.osds.len() as u32
     }
 
-    /// Retries every journaled removal (and revocation); returns how many objects remain
-    /// journaled for removal.
+    /// Retries every journaled revocation, truncate and removal; returns how many rows remain
+    /// owed in the three journals.
     pub fn resume_journal(&self) -> Result<usize, FsError> {
-        revocation::resume(&self.ns, self.objects.as_ref())?;
-        journal::resume(&self.ns, self.objects.as_ref())
+        let retags = revocation::resume(&self.ns, self.objects.as_ref())?;
+        let lengths = truncation::resume(&self.ns, self.objects.as_ref())?;
+        Ok(retags + lengths + journal::resume(&self.ns, self.objects.as_ref())?)
     }
 
     /// Objects on the OSDs that this server allocated and nothing references.
@@ -574,19 +581,22 @@ impl Mds {
     /// Sets every object's length. A file without write bits cannot be truncated, the same
     /// rule its capabilities enforce for writes (the MDS knows no users yet: the bits apply to
     /// everyone).
+    ///
+    /// All or nothing, as far as an OSD failure goes: every object must answer first (an OSD
+    /// already down fails the truncate with nothing changed), and the lengths are journaled
+    /// before any is set, so an OSD that fails part-way gets its length when it returns
+    /// (`truncation.rs`); the caller is told EIO meanwhile.
     fn truncate(&self, ino: InodeId, size: u64) -> Result<Attr, FsError> {
         let (layout, mode) = self.ns.read(|s| Ok((s.layout(ino)?, s.inode(ino)?.mode)))?;
         if mode & 0o222 == 0 {
             return Err(FsError::Access);
         }
-        for (slot, o) in layout.objects.iter().enumerate() {
-            let len = layout.stripe.object_len(size, slot as u32);
-            self.objects.set_logical_len(*o, len).map_err(|e| {
-                tracing::warn!(?o, %e, "truncate failed");
-                e.length_refusal()
-            })?;
-        }
-        let row = self.ns.write(|s| s.touch_file(ino, now()))?;
+        self.data_of(&layout)?;
+        let (row, owed) = self.ns.write(|s| {
+            let owed = s.journal_truncate(ino, size)?;
+            Ok((s.touch_file(ino, now())?, owed))
+        })?;
+        truncation::set_lengths(&self.ns, self.objects.as_ref(), &owed)?;
         Ok(row.attr(size))
     }
 }

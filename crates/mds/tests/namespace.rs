@@ -275,3 +275,58 @@ fn repair_reports_orphans() {
     objects.create(&[ObjectRef { osd: 0, object_id: tessera_mds::store::files::object_id(1, 5) }]).unwrap();
     assert_eq!(m.repair(), Ok(vec![orphan]));
 }
+
+/// Goal: a truncate never leaves a file half cut. With an OSD already down nothing changes
+/// (EIO); an OSD that fails part-way gets its length when it returns, from the journal (at
+/// start-up here, and by the background retry), so the file ends at the new length; a
+/// later truncate replaces one still owed; unlinking the file drops what is owed.
+#[test]
+fn a_truncate_cut_short_by_an_osd_completes_from_its_journal() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let tmp = tempfile::tempdir().unwrap();
+    let (real, _devices) = real_osds(tmp.path(), 2);
+    let objects = Arc::new(Faulty::new(real));
+    let hint = StripeHint { stripe_unit: 4096, stripe_count: 2, start_osd: Some(0) };
+    let layout = {
+        let m = open_single(tmp.path(), objects.clone(), 2);
+        let (ino, layout) = match m.handle(Request::Create { parent: InodeId::ROOT, name: "t".into(), new: NEW, stripe: Some(hint) }).unwrap() {
+            Reply::Created { attr, layout, .. } => (attr.ino, layout),
+            other => panic!("{other:?}"),
+        };
+        for o in &layout.objects {
+            objects.set_logical_len(*o, 8192).unwrap(); // 16 KiB of file
+        }
+        objects.down.store(1, SeqCst);
+        assert_eq!(m.handle(Request::Truncate { ino, size: 100 }), Err(FsError::Io));
+        objects.down.store(u32::MAX, SeqCst);
+        assert_eq!(objects.logical_len(layout.objects[0]).unwrap(), 8192, "an OSD down before the truncate: nothing cut");
+
+        objects.fail_set_len.store(1, SeqCst);
+        assert_eq!(m.handle(Request::Truncate { ino, size: 5000 }), Err(FsError::Io), "cut short on OSD 1");
+        assert_eq!(objects.logical_len(layout.objects[0]).unwrap(), 4096);
+        assert_eq!(objects.logical_len(layout.objects[1]).unwrap(), 8192, "OSD 1 still owes its length");
+        layout
+        // The MDS stops here with the truncate owed.
+    };
+    objects.fail_set_len.store(u32::MAX, SeqCst);
+    let m = open_single(tmp.path(), objects.clone(), 2);
+    assert_eq!(objects.logical_len(layout.objects[1]).unwrap(), 904, "start-up finished the truncate");
+    assert_eq!(attr(m.handle(Request::Lookup { parent: InodeId::ROOT, name: "t".into() })).size, 5000);
+
+    // Owed again, then replaced by a later truncate that succeeds: the old length is not
+    // applied over it.
+    let ino = attr(m.handle(Request::Lookup { parent: InodeId::ROOT, name: "t".into() })).ino;
+    objects.fail_set_len.store(1, SeqCst);
+    assert_eq!(m.handle(Request::Truncate { ino, size: 10 }), Err(FsError::Io));
+    objects.fail_set_len.store(u32::MAX, SeqCst);
+    attr(m.handle(Request::Truncate { ino, size: 6000 }));
+    assert_eq!(m.resume_journal(), Ok(0));
+    assert_eq!(attr(m.handle(Request::Lookup { parent: InodeId::ROOT, name: "t".into() })).size, 6000);
+
+    // What an unlinked file still owes is dropped with it.
+    objects.fail_set_len.store(1, SeqCst);
+    assert_eq!(m.handle(Request::Truncate { ino, size: 1 }), Err(FsError::Io));
+    m.handle(Request::Unlink { parent: InodeId::ROOT, name: "t".into() }).unwrap();
+    objects.fail_set_len.store(u32::MAX, SeqCst);
+    assert_eq!(m.resume_journal(), Ok(0));
+}

@@ -103,11 +103,13 @@ pub fn resolve(hint: &StripeHint, osd_count: u32, spread: u64) -> Result<(Stripe
     Ok((layout, start))
 }
 
-/// Journals `objects` for removal; a revocation still owed to them is moot once they go.
+/// Journals `objects` for removal; a revocation or truncate still owed to them is moot once
+/// they go.
 pub(crate) fn journal_add(tx: &Connection, objects: &[ObjectRef]) -> Result<(), FsError> {
     for o in objects {
         exec(tx, "INSERT OR IGNORE INTO pending_removal (osd, object_id) VALUES (?1, ?2)", params![o.osd, o.object_id as i64])?;
         exec(tx, "DELETE FROM pending_retag WHERE osd = ?1 AND object_id = ?2", params![o.osd, o.object_id as i64])?;
+        exec(tx, "DELETE FROM pending_length WHERE osd = ?1 AND object_id = ?2", params![o.osd, o.object_id as i64])?;
     }
     Ok(())
 }
@@ -292,6 +294,37 @@ impl Store {
     pub fn clear_retags(&mut self, done: &[(ObjectRef, u32)]) -> Result<(), FsError> {
         for (o, tag) in done {
             exec(&self.conn, "DELETE FROM pending_retag WHERE osd = ?1 AND object_id = ?2 AND policy_tag = ?3", params![o.osd, o.object_id as i64, tag])?;
+        }
+        Ok(())
+    }
+
+    /// Journals a truncate: each object of `ino` must be set to its length for `size` (a
+    /// later truncate replaces an earlier one still owed). Returns what to set.
+    pub fn journal_truncate(&mut self, ino: InodeId, size: u64) -> Result<Vec<(ObjectRef, u64)>, FsError> {
+        self.check_local(ino)?;
+        let layout = self.layout(ino)?;
+        let mut owed = Vec::with_capacity(layout.objects.len());
+        for (slot, o) in layout.objects.iter().enumerate() {
+            let len = layout.stripe.object_len(size, slot as u32);
+            exec(&self.conn, "INSERT OR REPLACE INTO pending_length (osd, object_id, length) VALUES (?1, ?2, ?3)", params![o.osd, o.object_id as i64, len as i64])?;
+            owed.push((*o, len));
+        }
+        Ok(owed)
+    }
+
+    /// Truncates not yet on the OSDs: each object with the length it must have.
+    pub fn pending_lengths(&self) -> Result<Vec<(ObjectRef, u64)>, FsError> {
+        let mut stmt = self.conn.prepare_cached("SELECT osd, object_id, length FROM pending_length ORDER BY osd, object_id").map_err(io)?;
+        let rows = stmt
+            .query_map([], |r| Ok((ObjectRef { osd: r.get(0)?, object_id: r.get::<_, i64>(1)? as u64 }, r.get::<_, i64>(2)? as u64)))
+            .map_err(io)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(io)
+    }
+
+    /// Lengths now on their OSDs leave the journal, unless a later truncate replaced them.
+    pub fn clear_lengths(&mut self, done: &[(ObjectRef, u64)]) -> Result<(), FsError> {
+        for (o, len) in done {
+            exec(&self.conn, "DELETE FROM pending_length WHERE osd = ?1 AND object_id = ?2 AND length = ?3", params![o.osd, o.object_id as i64, *len as i64])?;
         }
         Ok(())
     }

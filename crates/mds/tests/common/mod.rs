@@ -69,11 +69,14 @@ pub struct Faulty {
     pub lose_create_answer: AtomicBool,
     /// While set, reading an object's length waits (a hung node).
     pub hang_lengths: AtomicBool,
+    /// Setting a length on this OSD fails (a node that dies between a truncate's check and
+    /// its set); `u32::MAX` for none.
+    pub fail_set_len: AtomicU32,
 }
 
 impl Faulty {
     pub fn new(inner: Real) -> Faulty {
-        Faulty { inner, fail_remove: AtomicBool::new(false), down: AtomicU32::new(u32::MAX), lose_create_answer: AtomicBool::new(false), hang_lengths: AtomicBool::new(false) }
+        Faulty { inner, fail_remove: AtomicBool::new(false), down: AtomicU32::new(u32::MAX), lose_create_answer: AtomicBool::new(false), hang_lengths: AtomicBool::new(false), fail_set_len: AtomicU32::new(u32::MAX) }
     }
 
     /// What asking a node for a length meets: the node down, or hung while `hang_lengths`.
@@ -123,6 +126,9 @@ impl DataObjects for Faulty {
     }
     fn set_logical_len(&self, object: ObjectRef, len: u64) -> Result<(), ObjectsError> {
         self.reach(object.osd)?;
+        if self.fail_set_len.load(Ordering::SeqCst) == object.osd {
+            return Err(ObjectsError::Unavailable { osd: object.osd });
+        }
         self.inner.set_logical_len(object, len)
     }
     fn list(&self, osd: u32) -> Result<Vec<u64>, ObjectsError> {

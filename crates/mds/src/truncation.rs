@@ -1,0 +1,52 @@
+//! Truncates that survive an unreachable OSD. A truncate sets every object of a file to its
+//! length for the new size, one OSD after another, so an OSD failing part-way would leave
+//! some objects cut and others not: neither the old file nor the new one. So the step that
+//! records the truncate also journals, per object, the length it must have
+//! (`pending_length`); a row leaves the journal once its OSD holds the length (and only if no
+//! later truncate replaced it). What an OSD could not be told is retried in the background
+//! with the other journals (`revocation::Retrier`) and at start-up, so the truncate completes
+//! once the OSD is back. An OSD that answers with a refusal (the length is past what the
+//! object may hold) has given its final word: that row leaves the journal too, and the
+//! refusal is the truncate's answer. Removing a file drops its rows.
+
+use tessera_mds_proto::{FsError, ObjectRef};
+
+use crate::namespace::Namespace;
+use crate::objects::DataObjects;
+
+/// Sets each object's length on its OSD, then clears the rows of those that answered.
+/// Returns the first failure (EFBIG or ENOSPC for a refusal, EIO for an OSD that did not
+/// answer, whose row stays).
+pub fn set_lengths(ns: &Namespace, objects: &dyn DataObjects, list: &[(ObjectRef, u64)]) -> Result<(), FsError> {
+    let mut answered = Vec::with_capacity(list.len());
+    let mut first_failure = None;
+    for &(o, len) in list {
+        match objects.set_logical_len(o, len) {
+            Ok(()) => answered.push((o, len)),
+            Err(e) => {
+                let refusal = e.length_refusal();
+                tracing::warn!(?o, len, %e, "truncate of an object deferred or refused");
+                if refusal != FsError::Io {
+                    answered.push((o, len));
+                }
+                first_failure.get_or_insert(refusal);
+            }
+        }
+    }
+    if !answered.is_empty() {
+        if let Err(e) = ns.write_relaxed(|s| s.clear_lengths(&answered)) {
+            tracing::warn!(%e, count = answered.len(), "truncate: rows done stay journaled");
+        }
+    }
+    first_failure.map_or(Ok(()), Err)
+}
+
+/// Retries every journaled truncate. Returns how many object lengths are still owed.
+pub fn resume(ns: &Namespace, objects: &dyn DataObjects) -> Result<usize, FsError> {
+    let list = ns.read(|s| s.pending_lengths())?;
+    if list.is_empty() {
+        return Ok(0);
+    }
+    let _ = set_lengths(ns, objects, &list);
+    Ok(ns.read(|s| s.pending_lengths())?.len())
+}
