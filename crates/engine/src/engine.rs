@@ -348,7 +348,15 @@ impl Engine {
         if !self.access_is_stale(stored, cx.now_ms) {
             return Ok(());
         }
-        self.db.write(false, |c| rows::touch(c, row.addr, touch, cx.now_ms).map_err(CommandError::from))
+        match self.db.write(false, |c| rows::touch(c, row.addr, touch, cx.now_ms).map_err(CommandError::from)) {
+            // An accessed time is bookkeeping: on a full disk the read still answers, as
+            // relatime would let it.
+            Err(e) if e.is_disk_full() => {
+                tracing::debug!(addr = %row.addr, "accessed time not recorded: the disk is full");
+                Ok(())
+            }
+            other => other,
+        }
     }
 
     /// The get list of a command whose object no longer exists (REMOVE ...): only the

@@ -81,6 +81,10 @@ impl StorageError {
                 // object's length, reported as QUOTA ERROR (55/07) as the length quota is.
                 Sense::new(SenseKey::DataProtect, 0x55, 0x07)
             }
+            StorageError::Sqlite(e) if is_sqlite_full(e) => {
+                // The attribute store could not grow: the file system is full, as above.
+                Sense::new(SenseKey::DataProtect, 0x27, 0x07)
+            }
             StorageError::Io { op: IoOp::Read | IoOp::Map, .. } => Sense::new(SenseKey::MediumError, 0x11, 0x00),
             StorageError::Io { .. } => Sense::new(SenseKey::MediumError, 0x0C, 0x00),
             // INTERNAL TARGET FAILURE (44/00): the attribute store is not the medium.
@@ -88,6 +92,23 @@ impl StorageError {
                 Sense::new(SenseKey::HardwareError, 0x44, 0x00)
             }
             StorageError::Refused(e) => e.sense(),
+        }
+    }
+}
+
+fn is_sqlite_full(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+}
+
+impl StorageError {
+    /// The file system under the store is full (an object file or the attribute store could
+    /// not grow).
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            StorageError::Io { source, .. } => source.raw_os_error() == Some(libc::ENOSPC),
+            StorageError::Sqlite(e) => is_sqlite_full(e),
+            StorageError::Refused(e) => e.is_disk_full(),
+            _ => false,
         }
     }
 }
@@ -156,6 +177,10 @@ impl From<rusqlite::Error> for CommandError {
 }
 
 impl CommandError {
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, CommandError::Storage(s) if s.is_disk_full())
+    }
+
     pub fn sense(&self) -> Sense {
         match self {
             CommandError::NoSuchObject { field, .. }

@@ -177,10 +177,23 @@ impl Engine {
 
     pub(crate) fn remove(&self, cx: &mut Cx<'_, '_>, addr: ObjectAddr) -> Result<Reply, CommandError> {
         let _lock = self.locks.write(addr);
-        self.db.write(cx.durable, |c| {
-            let row = self.require(c, addr, &[ObjectKind::User])?;
-            self.remove_row(c, cx, &row)
-        })?;
+        let remove_row = |cx: &mut Cx<'_, '_>| {
+            self.db.write(cx.durable, |c| {
+                let row = self.require(c, addr, &[ObjectKind::User])?;
+                self.remove_row(c, cx, &row)
+            })
+        };
+        match remove_row(cx) {
+            // The attribute store cannot grow on a full disk, not even to delete: the data
+            // goes first to make room (the row, still there, reads as an object whose bytes
+            // are zeros until the second try, or a later REMOVE, deletes it).
+            Err(e) if e.is_disk_full() => {
+                tracing::warn!(%addr, "the disk is full: removing the object's data before its row");
+                self.data.remove(addr)?;
+                remove_row(cx)?;
+            }
+            other => other?,
+        }
         // The row is gone first, then the data: a crash in between leaves an orphan file
         // under an id that target-chosen creation never reuses (a requested re-creation
         // removes it).

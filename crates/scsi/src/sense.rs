@@ -299,8 +299,31 @@ impl std::fmt::Display for Sense {
             let place = if fp.in_cdb { "CDB" } else { "parameter data" };
             write!(f, " at {place} byte {}", fp.byte)?;
         }
+        if let Some(words) = meaning(self.asc, self.ascq) {
+            write!(f, " ({words})")?;
+        }
         Ok(())
     }
+}
+
+/// What the additional sense codes a person most often meets from an OSD mean (SPC-4 Annex
+/// D, OSD-2 §4.14), in words.
+fn meaning(asc: u8, ascq: u8) -> Option<&'static str> {
+    Some(match (asc, ascq) {
+        (0x27, 0x07) => "space allocation failed: the OSD's disk is full",
+        (0x55, 0x07) => "quota error: past an object's length limit or a capacity quota",
+        (0x44, 0x00) => "internal target failure: see the OSD's log",
+        (0x24, 0x00) => "invalid field in CDB",
+        (0x26, 0x00) => "invalid field in parameter list",
+        (0x3B, 0x17) => "read past the end of the object",
+        (0x24, 0x06) => "nonce not unique",
+        (0x24, 0x07) => "nonce timestamp out of range",
+        (0x26, 0x0F) => "data integrity check failed",
+        (0x2C, 0x0A) => "the partition or collection is not empty",
+        (0x11, 0x00) => "unrecovered read error",
+        (0x0C, 0x00) => "write error",
+        _ => return None,
+    })
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
