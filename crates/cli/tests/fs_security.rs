@@ -125,6 +125,7 @@ fn chmod_revokes_capabilities_and_open_files_follow_the_new_mode() {
     assert_eq!(e.fs_error(), Some(FsError::Access), "{e}");
     assert_eq!(e.errno(), 13);
     assert_eq!(f.set_len(0).unwrap_err().fs_error(), Some(FsError::Access), "no truncate without a write bit");
+    f.fsync().expect("what was written before the chmod can still be made durable");
 
     client.chmod("/g", 0o600).unwrap();
     f.pwrite(0, b"after").unwrap();
@@ -240,4 +241,20 @@ fn a_chap_cluster_admits_only_initiators_with_the_secret() {
         Err(e) => assert!(e.to_string().to_lowercase().contains("auth"), "{e}"),
         Ok(_) => panic!("a login without CHAP was admitted"),
     }
+}
+
+/// Goal: as open(O_CREAT) hands the creator a read-write descriptor whatever the new file's
+/// mode, a file created 0444 is filled through the handle that created it (install -m 444,
+/// git's object files); a handle opened afterwards follows the mode.
+#[test]
+fn a_file_created_read_only_is_written_by_its_creator() {
+    let dir = tempfile::Builder::new().prefix("tessera-fssec-").tempdir().unwrap();
+    let cluster = start(dir.path(), SecuritySpec::default());
+    let client = Client::connect(cluster.config()).unwrap();
+    let f = client.create("/ro", 0o444, None).unwrap();
+    f.pwrite(0, b"filled by its creator").unwrap();
+    f.fsync().unwrap();
+    let later = client.open("/ro").unwrap();
+    assert_eq!(later.read_to_end().unwrap(), b"filled by its creator");
+    assert_eq!(later.pwrite(0, b"x").unwrap_err().fs_error(), Some(FsError::Access), "a later open follows the mode");
 }

@@ -459,7 +459,10 @@ impl Mds {
         match result {
             Ok(f) => {
                 self.pools.took(f.layout.objects.iter().map(|o| o.osd));
-                let reply = self.grant(&f.layout, &f.policy_tags, f.row.mode).map(|grant| Reply::Created { attr: f.row.attr(0), layout: f.layout, grant });
+                // As open(O_CREAT) hands the creator a read-write descriptor whatever the new
+                // file's mode (install -m 444, git's objects): the creator's first credentials
+                // allow writing; refreshed ones follow the mode.
+                let reply = self.grant(&f.layout, &f.policy_tags, f.row.mode | 0o600).map(|grant| Reply::Created { attr: f.row.attr(0), layout: f.layout, grant });
                 CreateTry::Answered(Answer::WhenDurable(pending, reply))
             }
             Err(CreateError::PoolEmpty(osds)) => CreateTry::PoolEmpty(pending, osds),
