@@ -16,3 +16,4 @@ pub mod netns;
 pub mod running;
 pub mod session;
 pub mod units;
+pub mod up_options;
