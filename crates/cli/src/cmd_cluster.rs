@@ -157,6 +157,7 @@ fn spec_of(options: &UpOptions) -> Result<ClusterSpec> {
     if options.osds == Some(0) || options.mds == Some(0) {
         bail!("a cluster needs at least one OSD and one metadata server");
     }
+    check_default_striping(options)?;
     let security = options.security.as_deref().unwrap_or("cmdrsp");
     let method = match security {
         up_options::NOSEC => None,
@@ -170,6 +171,20 @@ fn spec_of(options: &UpOptions) -> Result<ClusterSpec> {
         stripe_count: options.stripe_count.unwrap_or(0),
         security: SecuritySpec { method, chap: options.chap.unwrap_or(false), ..SecuritySpec::default() },
     })
+}
+
+/// The metadata servers would accept a default no file can have, and every create would then
+/// fail with a bare EINVAL.
+fn check_default_striping(options: &UpOptions) -> Result<()> {
+    let (unit, count, osds) = (options.stripe_unit.unwrap_or(0), options.stripe_count.unwrap_or(0), options.osds.unwrap_or(0));
+    let max = tessera_layout::STRIPE_UNIT_MAX;
+    if unit == 0 || unit > max {
+        bail!("default stripe unit {unit} bytes is outside 1 byte to {} MiB (--stripe-unit)", max >> 20);
+    }
+    if count > osds {
+        bail!("default stripe count {count} is more than the cluster's {osds} OSD(s) (--stripe-count; 0 stripes over all of them)");
+    }
+    Ok(())
 }
 
 pub fn down(args: DownArgs) -> Result<()> {

@@ -86,7 +86,7 @@ pub fn put(args: PutArgs) -> Result<()> {
     let remote = destination(&client, &args.remote, &args.local)?;
     let hint = match (args.stripe_count, args.stripe_size) {
         (None, None) => None,
-        (count, unit) => Some(StripeHint { stripe_unit: unit.unwrap_or(1 << 20), stripe_count: count.unwrap_or(0), start_osd: None }),
+        (count, unit) => Some(super::stripe::complete(&client, &args.cluster, &remote, count, unit, None)?),
     };
     // A file that exists is replaced only once the new contents are complete: they are
     // written under a temporary name beside it, with its striping, then renamed over it.
