@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use tessera_client::{Attr, Client, FileType, FsError, InodeId};
 
-use super::ClusterArg;
+use super::{each_path, ClusterArg};
 
 #[derive(Args)]
 pub struct LsArgs {
@@ -22,7 +22,8 @@ pub struct LsArgs {
 
 #[derive(Args)]
 pub struct StatArgs {
-    path: String,
+    #[arg(required = true)]
+    paths: Vec<String>,
     #[command(flatten)]
     cluster: ClusterArg,
 }
@@ -62,7 +63,8 @@ pub struct ChmodArgs {
     /// new bits (no write bit: writes are refused).
     #[arg(value_parser = parse_mode)]
     mode: u32,
-    path: String,
+    #[arg(required = true)]
+    paths: Vec<String>,
     #[command(flatten)]
     cluster: ClusterArg,
 }
@@ -73,8 +75,10 @@ fn parse_mode(text: &str) -> Result<u32, String> {
 
 pub fn chmod(args: ChmodArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
-    client.chmod(&args.path, args.mode)?;
-    Ok(())
+    each_path("chmod", &args.paths, |path| {
+        client.chmod(path, args.mode)?;
+        Ok(())
+    })
 }
 
 pub fn ls(args: LsArgs) -> Result<()> {
@@ -130,44 +134,46 @@ pub fn ls(args: LsArgs) -> Result<()> {
 
 pub fn stat(args: StatArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
-    let a = client.stat(&args.path)?;
-    println!("  path: {}", args.path);
-    println!("  type: {}", type_name(a.file_type));
-    println!("  size: {}", a.size);
-    println!(" inode: {:#x} (metadata server {})", a.ino.0, a.ino.server());
-    println!("  mode: {:04o} ({})", a.mode, mode_string(&a));
-    println!(" links: {}", a.nlink);
-    println!(" owner: uid {} gid {}", a.uid, a.gid);
-    println!("access: {}", time_string(a.atime.secs));
-    println!("modify: {}", time_string(a.mtime.secs));
-    println!("change: {}", time_string(a.ctime.secs));
-    Ok(())
+    each_path("stat", &args.paths, |path| {
+        let a = client.stat(path)?;
+        println!("  path: {path}");
+        println!("  type: {}", type_name(a.file_type));
+        println!("  size: {}", a.size);
+        println!(" inode: {:#x} (metadata server {})", a.ino.0, a.ino.server());
+        println!("  mode: {:04o} ({})", a.mode, mode_string(&a));
+        println!(" links: {}", a.nlink);
+        println!(" owner: uid {} gid {}", a.uid, a.gid);
+        println!("access: {}", time_string(a.atime.secs));
+        println!("modify: {}", time_string(a.mtime.secs));
+        println!("change: {}", time_string(a.ctime.secs));
+        Ok(())
+    })
 }
 
 pub fn mkdir(args: MkdirArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
-    for path in &args.paths {
-        if args.parents {
-            let mut prefix = String::new();
-            for part in tessera_client::path::normalized(path) {
-                prefix.push('/');
-                prefix.push_str(part);
-                match client.mkdir(&prefix, 0o755) {
-                    Err(e) if e.fs_error() == Some(FsError::Exists) => {
-                        if client.stat(&prefix)?.file_type != FileType::Directory {
-                            bail!("{prefix} exists and is not a directory");
-                        }
-                    }
-                    other => {
-                        other?;
+    each_path("mkdir", &args.paths, |path| {
+        if !args.parents {
+            client.mkdir(path, 0o755)?;
+            return Ok(());
+        }
+        let mut prefix = String::new();
+        for part in tessera_client::path::normalized(path) {
+            prefix.push('/');
+            prefix.push_str(part);
+            match client.mkdir(&prefix, 0o755) {
+                Err(e) if e.fs_error() == Some(FsError::Exists) => {
+                    if client.stat(&prefix)?.file_type != FileType::Directory {
+                        bail!("{prefix} exists and is not a directory");
                     }
                 }
+                other => {
+                    other?;
+                }
             }
-        } else {
-            client.mkdir(path, 0o755)?;
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 pub fn rm(args: RmArgs) -> Result<()> {
@@ -185,13 +191,10 @@ pub fn rm(args: RmArgs) -> Result<()> {
             }
         }
     }
-    for path in &args.paths {
-        match remove(&client, path, args.recursive) {
-            Err(e) if args.force && e.downcast_ref::<tessera_client::ClientError>().and_then(|c| c.fs_error()) == Some(FsError::NotFound) => {}
-            other => other?,
-        }
-    }
-    Ok(())
+    each_path("rm", &args.paths, |path| match remove(&client, path, args.recursive) {
+        Err(e) if args.force && e.downcast_ref::<tessera_client::ClientError>().and_then(|c| c.fs_error()) == Some(FsError::NotFound) => Ok(()),
+        other => other,
+    })
 }
 
 fn remove(client: &Client, path: &str, recursive: bool) -> Result<()> {

@@ -31,7 +31,8 @@ pub struct SetStripeArgs {
 
 #[derive(Args)]
 pub struct GetStripeArgs {
-    path: String,
+    #[arg(required = true)]
+    paths: Vec<String>,
     #[command(flatten)]
     cluster: ClusterArg,
 }
@@ -86,15 +87,18 @@ fn cluster_default(cluster: &ClusterArg) -> Option<StripeHint> {
 
 pub fn getstripe(args: GetStripeArgs) -> Result<()> {
     let (client, config) = args.cluster.connect()?;
-    println!("{}", args.path);
-    match client.getstripe(&args.path)? {
-        Stripe::Directory(None) => match cluster_default(&args.cluster) {
-            Some(h) => println!("{}  (the cluster default)", hint_line(&h)),
-            None => println!("stripe: the metadata server's default (no default of its own)"),
-        },
-        stripe => print_stripe(&config, &stripe),
-    }
-    Ok(())
+    super::each_path("getstripe", &args.paths, |path| {
+        let stripe = client.getstripe(path)?;
+        println!("{path}");
+        match stripe {
+            Stripe::Directory(None) => match cluster_default(&args.cluster) {
+                Some(h) => println!("{}  (the cluster default)", hint_line(&h)),
+                None => println!("stripe: the metadata server's default (no default of its own)"),
+            },
+            stripe => print_stripe(&config, &stripe),
+        }
+        Ok(())
+    })
 }
 
 /// `lfs getstripe`-style lines: the striping, and for a file each slot's OSD and object id.

@@ -49,8 +49,9 @@ pub struct GetArgs {
 
 #[derive(Args)]
 pub struct CatArgs {
-    /// Path in Tessera.
-    remote: String,
+    /// Paths in Tessera, written out one after the other.
+    #[arg(required = true)]
+    paths: Vec<String>,
     #[command(flatten)]
     cluster: ClusterArg,
 }
@@ -203,11 +204,12 @@ pub fn get(args: GetArgs) -> Result<()> {
 
 pub fn cat(args: CatArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
-    let file = client.open(&args.remote)?;
     let mut out = io::stdout().lock();
-    copy_out(&file, &mut out, false)?;
-    out.flush()?;
-    Ok(())
+    super::each_path("cat", &args.paths, |path| {
+        let file = client.open(path)?;
+        copy_out(&file, &mut out, false)?;
+        Ok(out.flush()?)
+    })
 }
 
 /// Streams the whole file to `out`; returns its size.

@@ -1,0 +1,112 @@
+//! The client commands on coreutils' conventions: several operands, each done even when another
+//! fails; `--cluster` before the subcommand. Real `tessera` processes against a cluster
+//! `tessera up` started on loopback.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::tessera_exe;
+
+/// A cluster started with `tessera up`; stopped with `tessera down` even when a test fails.
+struct UpCluster {
+    dir: tempfile::TempDir,
+}
+
+impl UpCluster {
+    fn start() -> UpCluster {
+        let dir = tempfile::Builder::new().prefix("tessera-operands-").tempdir().unwrap();
+        let out = run(&["up", "--dir", dir.path().to_str().unwrap(), "--osds", "2", "--stripe-unit", "64K"], None);
+        assert!(out.status.success(), "up: {}", text(&out.stderr));
+        UpCluster { dir }
+    }
+
+    fn cluster_file(&self) -> PathBuf {
+        self.dir.path().join("cluster.toml")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = run(args, Some(&self.cluster_file()));
+        assert!(out.status.success(), "`tessera {}` failed: {}", args.join(" "), text(&out.stderr));
+        text(&out.stdout)
+    }
+
+    /// Runs a command that must fail; returns its stdout and stderr.
+    fn fails(&self, args: &[&str]) -> (String, String) {
+        let out = run(args, Some(&self.cluster_file()));
+        assert!(!out.status.success(), "`tessera {}` should fail: {}", args.join(" "), text(&out.stdout));
+        (text(&out.stdout), text(&out.stderr))
+    }
+
+    fn exists(&self, path: &str) -> bool {
+        run(&["stat", path], Some(&self.cluster_file())).status.success()
+    }
+}
+
+impl Drop for UpCluster {
+    fn drop(&mut self) {
+        run(&["down", "--dir", self.dir.path().to_str().unwrap()], None);
+    }
+}
+
+fn run(args: &[&str], cluster: Option<&Path>) -> Output {
+    let mut cmd = Command::new(tessera_exe());
+    cmd.args(args).env_remove("TESSERA_CLUSTER");
+    if let Some(c) = cluster {
+        cmd.env("TESSERA_CLUSTER", c);
+    }
+    cmd.output().expect("running tessera")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn every_operand_is_done_even_when_one_fails() {
+    let c = UpCluster::start();
+    let work = tempfile::tempdir().unwrap();
+    let local = work.path().join("f");
+    std::fs::write(&local, b"one\n").unwrap();
+    let local = local.to_str().unwrap();
+
+    c.ok(&["mkdir", "/d"]);
+    let (_, err) = c.fails(&["mkdir", "/m1", "/d", "/m2"]);
+    assert!(err.contains("/d") && err.contains("1 of 3"), "{err}");
+    assert!(c.exists("/m1") && c.exists("/m2"), "mkdir went on after /d");
+
+    c.ok(&["put", local, "/r1"]);
+    c.ok(&["put", local, "/r2"]);
+    let (_, err) = c.fails(&["rm", "/r1", "/nope", "/r2"]);
+    assert!(err.contains("/nope"), "{err}");
+    assert!(!c.exists("/r1") && !c.exists("/r2"), "rm went on after /nope");
+    let (_, err) = c.fails(&["rm", "-r", "/m1", "/nope", "/m2"]);
+    assert!(err.contains("/nope"), "{err}");
+    assert!(!c.exists("/m1") && !c.exists("/m2"), "rm -r went on after /nope");
+
+    // stat, cat, chmod and getstripe take several paths, and go on past a bad one.
+    c.ok(&["put", local, "/a"]);
+    c.ok(&["put", local, "/b"]);
+    let stat = c.ok(&["stat", "/a", "/b"]);
+    assert!(stat.contains("path: /a") && stat.contains("path: /b"), "{stat}");
+    assert_eq!(c.ok(&["cat", "/a", "/b"]), "one\none\n");
+    let (out, err) = c.fails(&["cat", "/a", "/nope", "/b"]);
+    assert_eq!(out, "one\none\n", "{err}");
+    c.ok(&["chmod", "600", "/a", "/b"]);
+    for path in ["/a", "/b"] {
+        assert!(c.ok(&["stat", path]).contains("mode: 0600"), "{path}");
+    }
+    let stripes = c.ok(&["getstripe", "/a", "/b"]);
+    assert_eq!(stripes.matches("stripe_count: ").count(), 2, "{stripes}");
+}
+
+#[test]
+fn cluster_may_come_before_the_subcommand() {
+    let c = UpCluster::start();
+    let file = c.cluster_file();
+    let out = run(&["--cluster", file.to_str().unwrap(), "mkdir", "/before"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run(&["--cluster", file.to_str().unwrap(), "ls", "/"], None);
+    assert!(out.status.success() && text(&out.stdout).contains("before"), "{}", text(&out.stderr));
+}
