@@ -1,9 +1,10 @@
 //! The client commands on coreutils' conventions: several operands, each done even when another
-//! fails; `--cluster` before the subcommand. Real `tessera` processes against a cluster
-//! `tessera up` started on loopback.
+//! fails; `--cluster` before the subcommand; `put` keeping the local mode and holes. Real
+//! `tessera` processes against a cluster `tessera up` started on loopback.
 
 mod common;
 
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -41,6 +42,19 @@ impl UpCluster {
 
     fn exists(&self, path: &str) -> bool {
         run(&["stat", path], Some(&self.cluster_file())).status.success()
+    }
+
+    /// Bytes the OSDs' stores take on disk.
+    fn stored_bytes(&self) -> u64 {
+        fn walk(path: &Path) -> u64 {
+            let meta = std::fs::symlink_metadata(path).unwrap();
+            let own = meta.blocks() * 512;
+            if !meta.is_dir() {
+                return own;
+            }
+            own + std::fs::read_dir(path).unwrap().map(|e| walk(&e.unwrap().path())).sum::<u64>()
+        }
+        (0..2).map(|i| walk(&self.dir.path().join(format!("osd{i}")))).sum()
     }
 }
 
@@ -109,4 +123,29 @@ fn cluster_may_come_before_the_subcommand() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let out = run(&["--cluster", file.to_str().unwrap(), "ls", "/"], None);
     assert!(out.status.success() && text(&out.stdout).contains("before"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn put_keeps_the_local_mode_and_holes() {
+    let c = UpCluster::start();
+    let work = tempfile::tempdir().unwrap();
+    let exe = work.path().join("exe");
+    std::fs::write(&exe, b"#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o750)).unwrap();
+    c.ok(&["put", exe.to_str().unwrap(), "/exe"]);
+    let stat = c.ok(&["stat", "/exe"]);
+    assert!(stat.contains("mode: 0750"), "{stat}");
+
+    // 32 MiB with 4 KiB of data at 20 MiB: the rest are holes, the end included.
+    let sparse = work.path().join("sparse");
+    let file = std::fs::File::create(&sparse).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&file, &[0xa5; 4096], 20 << 20).unwrap();
+    file.set_len(32 << 20).unwrap();
+    let before = c.stored_bytes();
+    c.ok(&["put", sparse.to_str().unwrap(), "/sparse"]);
+    let grew = c.stored_bytes() - before;
+    assert!(grew < 4 << 20, "a 32 MiB file of 4 KiB of data took {grew} bytes on the OSDs");
+    let back = work.path().join("back");
+    c.ok(&["get", "/sparse", back.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&sparse).unwrap());
 }
