@@ -1,6 +1,6 @@
 //! The client commands on coreutils' conventions: several operands, each done even when another
-//! fails; `--cluster` before the subcommand; `put` keeping the local mode and holes. Real
-//! `tessera` processes against a cluster `tessera up` started on loopback.
+//! fails; `--cluster` before the subcommand; `put` keeping the local mode and holes; `ls -d`
+//! and `ls -lh`. Real `tessera` processes against a cluster `tessera up` started on loopback.
 
 mod common;
 
@@ -148,4 +148,22 @@ fn put_keeps_the_local_mode_and_holes() {
     let back = work.path().join("back");
     c.ok(&["get", "/sparse", back.to_str().unwrap()]);
     assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&sparse).unwrap());
+}
+
+#[test]
+fn ls_lh_shows_human_sizes_and_ls_d_the_directory_itself() {
+    let c = UpCluster::start();
+    let work = tempfile::tempdir().unwrap();
+    let big = work.path().join("big");
+    std::fs::File::create(&big).unwrap().set_len(32 << 20).unwrap();
+    c.ok(&["put", big.to_str().unwrap(), "/big"]);
+    let ls = c.ok(&["ls", "-lh", "/"]);
+    assert!(ls.lines().any(|l| l.contains(" 32M ") && l.ends_with("big")), "{ls}");
+    assert!(c.ok(&["ls", "-l", "/"]).contains(" 33554432 "), "without -h, bytes");
+
+    c.ok(&["mkdir", "/d"]);
+    c.ok(&["put", big.to_str().unwrap(), "/d/inside"]);
+    assert_eq!(c.ok(&["ls", "-d", "/d"]), "/d\n");
+    let ld = c.ok(&["ls", "-ld", "/d"]);
+    assert!(ld.starts_with("drwx") && ld.trim_end().ends_with("/d") && !ld.contains("inside"), "{ld}");
 }

@@ -6,8 +6,11 @@ use clap::Args;
 use tessera_client::{Attr, Client, FileType, FsError, InodeId};
 
 use super::{each_path, ClusterArg};
+use crate::units::human_size;
 
+/// `-h` is ls(1)'s human sizes, so help is `--help` alone.
 #[derive(Args)]
+#[command(disable_help_flag = true)]
 pub struct LsArgs {
     /// Directories or files (default: the root). With several, each directory's listing is
     /// headed by its path, as ls(1) does.
@@ -16,6 +19,15 @@ pub struct LsArgs {
     /// Long listing: type and mode, links, owner, size, modification time.
     #[arg(short = 'l')]
     long: bool,
+    /// With -l, sizes as 1.5K, 200M, 3.1G.
+    #[arg(short = 'h', long = "human-readable")]
+    human: bool,
+    /// List directories themselves, not their contents.
+    #[arg(short = 'd', long = "directory")]
+    directory: bool,
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
     #[command(flatten)]
     cluster: ClusterArg,
 }
@@ -90,7 +102,7 @@ pub fn ls(args: LsArgs) -> Result<()> {
     let mut failed = 0;
     for path in &args.paths {
         match client.stat(path) {
-            Ok(a) if a.file_type == FileType::Directory => dirs.push(path),
+            Ok(a) if a.file_type == FileType::Directory && !args.directory => dirs.push(path),
             Ok(a) => files.push((path.clone(), a)),
             Err(e) if args.paths.len() == 1 => return Err(e.into()),
             Err(e) => {
@@ -102,7 +114,8 @@ pub fn ls(args: LsArgs) -> Result<()> {
     let print = |entries: Vec<(String, Attr)>| {
         for (name, attr) in entries {
             if args.long {
-                println!("{} {:>3} {:>5} {:>5} {:>12} {} {name}", mode_string(&attr), attr.nlink, attr.uid, attr.gid, attr.size, time_string(attr.mtime.secs));
+                let size = if args.human { human_size(attr.size) } else { attr.size.to_string() };
+                println!("{} {:>3} {:>5} {:>5} {:>12} {} {name}", mode_string(&attr), attr.nlink, attr.uid, attr.gid, size, time_string(attr.mtime.secs));
             } else {
                 println!("{name}");
             }
