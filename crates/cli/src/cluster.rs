@@ -4,6 +4,7 @@
 //! ```text
 //! DIR/cluster.toml     what clients read (--cluster / TESSERA_CLUSTER)
 //! DIR/daemons.json     pid, address and directory of each daemon (for `down` and `status`)
+//! DIR/up.json          the options `tessera up` set the cluster up with (crate::up_options)
 //! DIR/osd<i>/          object store of OSD i
 //! DIR/mds<i>/          namespace database of metadata server i
 //! DIR/keys/osd<i>.key  OSD i's master key (mode 0600): given to OSD i and the metadata servers
