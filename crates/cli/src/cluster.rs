@@ -4,6 +4,7 @@
 //! ```text
 //! DIR/cluster.toml     what clients read (--cluster / TESSERA_CLUSTER)
 //! DIR/daemons.json     pid, address and directory of each daemon (for `down` and `status`)
+//! DIR/up.json          the options `tessera up` set the cluster up with (crate::up_options)
 //! DIR/osd<i>/          object store of OSD i
 //! DIR/mds<i>/          namespace database of metadata server i
 //! DIR/keys/osd<i>.key  OSD i's master key (mode 0600): given to OSD i and the metadata servers
@@ -390,15 +391,15 @@ fn path_str(path: &Path) -> Result<&str> {
     path.to_str().with_context(|| format!("{} is not valid UTF-8", path.display()))
 }
 
-/// Layouts name OSDs by index, so a restart with fewer OSDs would strand files.
-fn check_not_shrinking(dir: &Path, spec: &ClusterSpec) -> Result<()> {
-    let existing = (0..).take_while(|i| dir.join(format!("osd{i}")).is_dir()).count() as u32;
-    if existing > spec.osds {
-        bail!(
-            "{} already holds {existing} OSD stores; starting only {} would strand files striped over the others (use --osds {existing} or a new --dir)",
-            dir.display(),
-            spec.osds
-        );
+/// Layouts name OSDs by index, and inodes their metadata server: a restart with fewer of
+/// either would strand files.
+pub fn check_not_shrinking(dir: &Path, spec: &ClusterSpec) -> Result<()> {
+    for (role, flag, wanted) in [("osd", "--osds", spec.osds), ("mds", "--mds", spec.mds)] {
+        let existing = (0..).take_while(|i| dir.join(format!("{role}{i}")).is_dir()).count() as u32;
+        if existing > wanted {
+            let what = if role == "osd" { "files striped over the others" } else { "the part of the namespace the others hold" };
+            bail!("{} already holds {existing} {role} stores; starting only {wanted} would strand {what} (use {flag} {existing} or a new --dir)", dir.display());
+        }
     }
     Ok(())
 }

@@ -15,51 +15,73 @@ use tessera_mds::MdsConnection;
 use tessera_mds_proto::Request;
 use tessera_osd_proto::{Command, OsdRequestBuilder};
 
-use crate::cluster::{read_records, ClusterSpec, DaemonRecord, LocalCluster, Placement, SecuritySpec, CLUSTER_FILE, DAEMONS_FILE};
+use crate::cluster::{check_not_shrinking, read_records, ClusterSpec, DaemonRecord, LocalCluster, Placement, SecuritySpec, CLUSTER_FILE, DAEMONS_FILE};
 use tessera_security::SecurityMethod;
 use crate::daemon::{log_len, log_since, signal, ERROR_PREFIX};
 use crate::lock::DirLock;
 use crate::running;
 use crate::units::parse_size;
+use crate::up_options::{self, UpOptions};
 
 /// How long `down` waits for a daemon to exit after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(15);
 /// How long `status` waits for a daemon to accept a connection.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// `up`'s cluster options are `None` when not given: a new cluster then takes the default shown,
+/// an existing one what it was set up with (DIR/up.json).
 #[derive(Args)]
 pub struct UpArgs {
     /// Directory for the cluster's stores, logs and cluster.toml (created if missing; an
-    /// existing one is restarted with its data).
+    /// existing one is restarted with its data and the options it was set up with).
     #[arg(long)]
     dir: PathBuf,
-    /// Number of OSDs.
-    #[arg(long, default_value_t = 4)]
-    osds: u32,
-    /// Number of metadata servers sharing the namespace.
-    #[arg(long, default_value_t = 1)]
-    mds: u32,
-    /// Address every daemon binds.
-    #[arg(long, default_value = "127.0.0.1")]
-    host: String,
-    /// Default stripe unit of new files.
-    #[arg(long, default_value = "1M", value_parser = parse_size)]
-    stripe_unit: u64,
-    /// Default stripe count of new files; 0 stripes over every OSD.
-    #[arg(long, default_value_t = 0)]
-    stripe_count: u32,
-    /// Capability security method the OSDs require: capkey, cmdrsp or alldata. Master keys
-    /// are provisioned under DIR/keys on first start.
-    #[arg(long, default_value = "cmdrsp", value_parser = crate::cmd_mds::parse_capability_method)]
-    security: SecurityMethod,
+    /// Number of OSDs [new cluster: 4].
+    #[arg(long)]
+    osds: Option<u32>,
+    /// Number of metadata servers sharing the namespace [new cluster: 1].
+    #[arg(long)]
+    mds: Option<u32>,
+    /// Address every daemon binds [new cluster: 127.0.0.1].
+    #[arg(long)]
+    host: Option<String>,
+    /// Default stripe unit of new files, up to 64M [new cluster: 1M].
+    #[arg(long, value_parser = parse_size)]
+    stripe_unit: Option<u64>,
+    /// Default stripe count of new files; 0 stripes over every OSD [new cluster: 0].
+    #[arg(long)]
+    stripe_count: Option<u32>,
+    /// Capability security method the OSDs require: capkey, cmdrsp or alldata [new cluster:
+    /// cmdrsp]. Master keys are provisioned under DIR/keys on first start.
+    #[arg(long, value_parser = crate::cmd_mds::parse_capability_method, conflicts_with = "insecure")]
+    security: Option<SecurityMethod>,
     /// Run every OSD NOSEC instead: any client that reaches an OSD can read, write and remove
     /// every object. Only for benchmarks of the unprotected path and for debugging.
     #[arg(long)]
     insecure: bool,
     /// Also require mutual CHAP at every iSCSI login: secrets go to DIR/keys/chap.secrets
     /// (mode 0600), which the cluster file names for clients.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "no_chap")]
     chap: bool,
+    /// No CHAP (with --reconfigure, turns it off on a cluster that has it).
+    #[arg(long)]
+    no_chap: bool,
+    /// Restart an existing cluster with the options given here instead of the ones it was set
+    /// up with (more OSDs or metadata servers, other default striping, security or CHAP).
+    #[arg(long)]
+    reconfigure: bool,
+}
+
+impl UpArgs {
+    /// The options given on the command line.
+    fn given(&self) -> UpOptions {
+        let security = match (self.insecure, self.security) {
+            (true, _) => Some(up_options::NOSEC.to_string()),
+            (false, m) => m.map(|m| m.name().to_ascii_lowercase()),
+        };
+        let chap = (self.chap || self.no_chap).then_some(self.chap);
+        UpOptions { osds: self.osds, mds: self.mds, host: self.host.clone(), stripe_unit: self.stripe_unit, stripe_count: self.stripe_count, security, chap }
+    }
 }
 
 #[derive(Args)]
@@ -79,58 +101,89 @@ pub struct StatusArgs {
     dir: Option<PathBuf>,
 }
 
-pub fn up(mut args: UpArgs) -> Result<()> {
+pub fn up(args: UpArgs) -> Result<()> {
     // Absolute, so the cluster file and `down` work from any directory.
-    std::fs::create_dir_all(&args.dir).with_context(|| format!("creating {}", args.dir.display()))?;
-    args.dir = absolute(&args.dir);
+    let dir = absolute(&args.dir);
+    // Checked before the directory is made: a refused `up` leaves nothing behind.
+    let (options, recorded) = up_options::resolve(&dir, &args.given(), args.reconfigure)?;
+    let spec = spec_of(&options)?;
+    check_not_shrinking(&dir, &spec)?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     // Held until this command returns: a second `up` on DIR meanwhile is refused, so two
     // clusters never start on the same stores.
-    let _lock = match DirLock::try_acquire(&args.dir)? {
+    let _lock = match DirLock::try_acquire(&dir)? {
         Ok(lock) => lock,
-        Err(holder) => bail!("another `tessera up` ({holder}) is starting a cluster in {}; once it is done, see `tessera status --dir {}`", args.dir.display(), args.dir.display()),
+        Err(holder) => bail!("another `tessera up` ({holder}) is starting a cluster in {}; once it is done, see `tessera status --dir {}`", dir.display(), dir.display()),
     };
-    let running = running::find(&args.dir);
+    let running = running::find(&dir);
     if !running.is_empty() {
         let hint = match &running.broken_records {
             Some(e) => format!(" ({e}; `down` finds the daemons by their store locks)"),
             None => String::new(),
         };
-        bail!("a cluster is already running in {}: {}; stop it with `tessera down --dir {}`{hint}", args.dir.display(), running.describe(), args.dir.display());
+        bail!("a cluster is already running in {}: {}; stop it with `tessera down --dir {}`{hint}", dir.display(), running.describe(), dir.display());
     }
     if let Some(e) = &running.broken_records {
-        eprintln!("tessera up: note: {e}; no daemon holds a store of {}, so it is replaced", args.dir.display());
+        eprintln!("tessera up: note: {e}; no daemon holds a store of {}, so it is replaced", dir.display());
+    }
+    if recorded.is_some() {
+        println!("restarting the cluster in {} as set up ({})", dir.display(), dir.join(up_options::OPTIONS_FILE).display());
+    }
+    if spec.security.method.is_none() {
+        eprintln!("tessera up: WARNING: NOSEC (--insecure): every OSD runs NOSEC; anyone who reaches an OSD can read, write and remove every object");
     }
     let exe = std::env::current_exe().context("finding the tessera executable")?;
-    let spec = ClusterSpec {
-        osds: args.osds,
-        mds: args.mds,
-        placement: Placement::Shared(args.host.clone()),
-        stripe_unit: args.stripe_unit,
-        stripe_count: args.stripe_count,
-        security: SecuritySpec {
-            method: if args.insecure { None } else { Some(args.security) },
-            chap: args.chap,
-            ..SecuritySpec::default()
-        },
-    };
-    if args.insecure {
-        eprintln!("tessera up: WARNING: --insecure: every OSD runs NOSEC; anyone who reaches an OSD can read, write and remove every object");
-    }
-    let cluster = LocalCluster::start_spec(&exe, &args.dir, &spec)?;
+    options.save(&dir)?;
+    let cluster = LocalCluster::start_spec(&exe, &dir, &spec)?;
     let cluster_file = cluster.cluster_file();
     let records = cluster.detach()?;
     for r in &records {
         println!("{:<6} pid {:<8} {:<22} {}", r.name(), r.pid, r.addr, r.data.display());
     }
-    println!("cluster up: {} metadata server(s), {} OSD(s); logs in {}", args.mds, args.osds, args.dir.join("logs").display());
+    println!("cluster up: {} metadata server(s), {} OSD(s); logs in {}", spec.mds, spec.osds, dir.join("logs").display());
     match spec.security.method {
-        Some(m) => println!("security: {} capabilities; master keys in {} (keep them private)", m.name(), args.dir.join(crate::cluster::KEYS_DIR).display()),
+        Some(m) => println!("security: {} capabilities; master keys in {} (keep them private)", m.name(), dir.join(crate::cluster::KEYS_DIR).display()),
         None => println!("security: OFF (NOSEC)"),
     }
-    if args.chap {
-        println!("CHAP: mutual, secrets in {}", args.dir.join(crate::cluster::KEYS_DIR).join("chap.secrets").display());
+    if spec.security.chap {
+        println!("CHAP: mutual, secrets in {}", dir.join(crate::cluster::KEYS_DIR).join("chap.secrets").display());
     }
     println!("export TESSERA_CLUSTER={}", absolute(&cluster_file).display());
+    Ok(())
+}
+
+/// The cluster `options` (all filled in) describe.
+fn spec_of(options: &UpOptions) -> Result<ClusterSpec> {
+    if options.osds == Some(0) || options.mds == Some(0) {
+        bail!("a cluster needs at least one OSD and one metadata server");
+    }
+    check_default_striping(options)?;
+    let security = options.security.as_deref().unwrap_or("cmdrsp");
+    let method = match security {
+        up_options::NOSEC => None,
+        name => Some(crate::cmd_mds::parse_capability_method(name).map_err(anyhow::Error::msg)?),
+    };
+    Ok(ClusterSpec {
+        osds: options.osds.unwrap_or(0),
+        mds: options.mds.unwrap_or(0),
+        placement: Placement::Shared(options.host.clone().unwrap_or_default()),
+        stripe_unit: options.stripe_unit.unwrap_or(0),
+        stripe_count: options.stripe_count.unwrap_or(0),
+        security: SecuritySpec { method, chap: options.chap.unwrap_or(false), ..SecuritySpec::default() },
+    })
+}
+
+/// The metadata servers would accept a default no file can have, and every create would then
+/// fail with a bare EINVAL.
+fn check_default_striping(options: &UpOptions) -> Result<()> {
+    let (unit, count, osds) = (options.stripe_unit.unwrap_or(0), options.stripe_count.unwrap_or(0), options.osds.unwrap_or(0));
+    let max = tessera_layout::STRIPE_UNIT_MAX;
+    if unit == 0 || unit > max {
+        bail!("default stripe unit {unit} bytes is outside 1 byte to {} MiB (--stripe-unit)", max >> 20);
+    }
+    if count > osds {
+        bail!("default stripe count {count} is more than the cluster's {osds} OSD(s) (--stripe-count; 0 stripes over all of them)");
+    }
     Ok(())
 }
 

@@ -13,6 +13,8 @@ pub mod demo;
 pub mod fs;
 pub mod lock;
 pub mod netns;
+pub mod report;
 pub mod running;
 pub mod session;
 pub mod units;
+pub mod up_options;

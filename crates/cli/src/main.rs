@@ -17,7 +17,7 @@ use tessera_cli::{bench, cmd_cluster, cmd_mds, cmd_osd, demo};
         namespace and file layouts. Clients read and write file data on the OSDs directly.\n\n\
         Quick start:\n\
         \x20 tessera up --dir /tmp/tc --osds 4        # a local cluster, in the background\n\
-        \x20 export TESSERA_CLUSTER=/tmp/tc/cluster.toml\n\
+        \x20 export TESSERA_CLUSTER=/tmp/tc/cluster.toml   # or --cluster FILE, before or after the command\n\
         \x20 tessera put big.dat /big.dat && tessera getstripe /big.dat\n\
         \x20 tessera down --dir /tmp/tc\n\n\
         `tessera demo` does all of this in a temporary directory; `tessera bench` reproduces the seed\n\
@@ -27,6 +27,10 @@ struct Cli {
     /// Log filter (e.g. `info`, `tessera_target=debug`); also read from RUST_LOG.
     #[arg(long, global = true, default_value = "warn")]
     log: String,
+    /// `tessera --cluster FILE ls` as well as `tessera ls --cluster FILE`: clap hands a value
+    /// given here to the subcommand's own `--cluster`. Hidden, as commands without one ignore it.
+    #[arg(long, global = true, value_name = "FILE", hide = true)]
+    cluster: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -127,25 +131,9 @@ fn main() {
     // An interrupt's daemons are being stopped: that thread reports and exits.
     tessera_cli::children::wait_if_interrupted();
     if let Err(e) = result {
-        eprintln!("{}{}", tessera_cli::daemon::ERROR_PREFIX, error_chain(&e));
+        eprintln!("{}{}", tessera_cli::daemon::ERROR_PREFIX, tessera_cli::report::error_chain(&e));
         std::process::exit(1);
     }
-}
-
-/// The error and its causes on one line, skipping a cause its parent's message already spells
-/// out (many error types print their source inline).
-fn error_chain(e: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if !line.contains(&text) {
-            if !line.is_empty() {
-                line.push_str(": ");
-            }
-            line.push_str(&text);
-        }
-    }
-    line
 }
 
 /// `tessera cat f | head` should end quietly when `head` does, as other Unix tools do (Rust

@@ -68,6 +68,26 @@ pub fn format_size(bytes: u64) -> String {
     }
 }
 
+/// As `ls -lh`: `1536` -> `1.5K`, `209715200` -> `200M`; rounded up, one decimal below 10.
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["K", "M", "G", "T", "P", "E"];
+    if bytes < 1024 {
+        return bytes.to_string();
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value.ceil() >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    let tenths = (value * 10.0).ceil() / 10.0;
+    if tenths < 10.0 {
+        format!("{tenths:.1}{}", UNITS[unit])
+    } else {
+        format!("{:.0}{}", value.ceil(), UNITS[unit])
+    }
+}
+
 /// A link rate in bits per second (decimal units, as network links are rated).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rate(u64);
@@ -131,6 +151,17 @@ impl fmt::Display for Rate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn human_sizes_round_up_as_ls_does() {
+        assert_eq!(human_size(0), "0");
+        assert_eq!(human_size(1023), "1023");
+        assert_eq!(human_size(1536), "1.5K");
+        assert_eq!(human_size(1025), "1.1K");
+        assert_eq!(human_size(200 << 20), "200M");
+        assert_eq!(human_size((1 << 20) - 1), "1.0M");
+        assert_eq!(human_size(3 << 30), "3.0G");
+    }
 
     #[test]
     fn durations_parse_with_units() {

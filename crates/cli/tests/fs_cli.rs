@@ -246,8 +246,10 @@ fn restart_of_every_daemon_keeps_flushed_files_and_status_tracks_them() {
     assert!(!out.status.success(), "status must fail when daemons are down");
     assert_eq!(stdout(&out).lines().filter(|l| l.contains(" down ")).count(), 4, "{}", stdout(&out));
 
-    // Restarting with fewer OSDs would strand stripes: refused.
+    // Restarting with fewer OSDs would strand stripes: refused, even when meant.
     let err = c.fails(&["up", "--dir", c.path_str(), "--osds", "2"]);
+    assert!(err.contains("the cluster has 3"), "{err}");
+    let err = c.fails(&["up", "--dir", c.path_str(), "--osds", "2", "--reconfigure"]);
     assert!(err.contains("strand"), "{err}");
     c.up(3);
     let back = work.path().join("back");

@@ -37,3 +37,22 @@ impl ClusterArg {
         Ok((client, config))
     }
 }
+
+/// Runs `op` on every path, as coreutils do: a path that fails is reported and the others are
+/// still done, and the command then fails. With one path its error is the command's.
+pub fn each_path(command: &str, paths: &[String], mut op: impl FnMut(&str) -> Result<()>) -> Result<()> {
+    if let [path] = paths {
+        return op(path);
+    }
+    let mut failed = 0;
+    for path in paths {
+        if let Err(e) = op(path) {
+            eprintln!("tessera: {command}: {}", crate::report::error_chain(&e));
+            failed += 1;
+        }
+    }
+    if failed > 0 {
+        anyhow::bail!("{command}: {failed} of {} paths failed", paths.len());
+    }
+    Ok(())
+}

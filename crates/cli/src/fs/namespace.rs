@@ -5,9 +5,12 @@ use anyhow::{bail, Result};
 use clap::Args;
 use tessera_client::{Attr, Client, FileType, FsError, InodeId};
 
-use super::ClusterArg;
+use super::{each_path, ClusterArg};
+use crate::units::human_size;
 
+/// `-h` is ls(1)'s human sizes, so help is `--help` alone.
 #[derive(Args)]
+#[command(disable_help_flag = true)]
 pub struct LsArgs {
     /// Directories or files (default: the root). With several, each directory's listing is
     /// headed by its path, as ls(1) does.
@@ -16,13 +19,23 @@ pub struct LsArgs {
     /// Long listing: type and mode, links, owner, size, modification time.
     #[arg(short = 'l')]
     long: bool,
+    /// With -l, sizes as 1.5K, 200M, 3.1G.
+    #[arg(short = 'h', long = "human-readable")]
+    human: bool,
+    /// List directories themselves, not their contents.
+    #[arg(short = 'd', long = "directory")]
+    directory: bool,
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
     #[command(flatten)]
     cluster: ClusterArg,
 }
 
 #[derive(Args)]
 pub struct StatArgs {
-    path: String,
+    #[arg(required = true)]
+    paths: Vec<String>,
     #[command(flatten)]
     cluster: ClusterArg,
 }
@@ -62,7 +75,8 @@ pub struct ChmodArgs {
     /// new bits (no write bit: writes are refused).
     #[arg(value_parser = parse_mode)]
     mode: u32,
-    path: String,
+    #[arg(required = true)]
+    paths: Vec<String>,
     #[command(flatten)]
     cluster: ClusterArg,
 }
@@ -73,8 +87,10 @@ fn parse_mode(text: &str) -> Result<u32, String> {
 
 pub fn chmod(args: ChmodArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
-    client.chmod(&args.path, args.mode)?;
-    Ok(())
+    each_path("chmod", &args.paths, |path| {
+        client.chmod(path, args.mode)?;
+        Ok(())
+    })
 }
 
 pub fn ls(args: LsArgs) -> Result<()> {
@@ -86,7 +102,7 @@ pub fn ls(args: LsArgs) -> Result<()> {
     let mut failed = 0;
     for path in &args.paths {
         match client.stat(path) {
-            Ok(a) if a.file_type == FileType::Directory => dirs.push(path),
+            Ok(a) if a.file_type == FileType::Directory && !args.directory => dirs.push(path),
             Ok(a) => files.push((path.clone(), a)),
             Err(e) if args.paths.len() == 1 => return Err(e.into()),
             Err(e) => {
@@ -99,7 +115,11 @@ pub fn ls(args: LsArgs) -> Result<()> {
         for (name, attr) in entries {
             if args.long {
                 // `?`: an OSD holding the file did not answer, so its size is unknown.
-                let size = if attr.size_known() { attr.size.to_string() } else { "?".to_string() };
+                let size = match (attr.size_known(), args.human) {
+                    (false, _) => "?".to_string(),
+                    (true, true) => human_size(attr.size),
+                    (true, false) => attr.size.to_string(),
+                };
                 println!("{} {:>3} {:>5} {:>5} {:>12} {} {name}", mode_string(&attr), attr.nlink, attr.uid, attr.gid, size, time_string(attr.mtime.secs));
             } else {
                 println!("{name}");
@@ -132,44 +152,46 @@ pub fn ls(args: LsArgs) -> Result<()> {
 
 pub fn stat(args: StatArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
-    let a = client.stat(&args.path)?;
-    println!("  path: {}", args.path);
-    println!("  type: {}", type_name(a.file_type));
-    println!("  size: {}", a.size);
-    println!(" inode: {:#x} (metadata server {})", a.ino.0, a.ino.server());
-    println!("  mode: {:04o} ({})", a.mode, mode_string(&a));
-    println!(" links: {}", a.nlink);
-    println!(" owner: uid {} gid {}", a.uid, a.gid);
-    println!("access: {}", time_string(a.atime.secs));
-    println!("modify: {}", time_string(a.mtime.secs));
-    println!("change: {}", time_string(a.ctime.secs));
-    Ok(())
+    each_path("stat", &args.paths, |path| {
+        let a = client.stat(path)?;
+        println!("  path: {path}");
+        println!("  type: {}", type_name(a.file_type));
+        println!("  size: {}", a.size);
+        println!(" inode: {:#x} (metadata server {})", a.ino.0, a.ino.server());
+        println!("  mode: {:04o} ({})", a.mode, mode_string(&a));
+        println!(" links: {}", a.nlink);
+        println!(" owner: uid {} gid {}", a.uid, a.gid);
+        println!("access: {}", time_string(a.atime.secs));
+        println!("modify: {}", time_string(a.mtime.secs));
+        println!("change: {}", time_string(a.ctime.secs));
+        Ok(())
+    })
 }
 
 pub fn mkdir(args: MkdirArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
-    for path in &args.paths {
-        if args.parents {
-            let mut prefix = String::new();
-            for part in tessera_client::path::normalized(path) {
-                prefix.push('/');
-                prefix.push_str(part);
-                match client.mkdir(&prefix, 0o755) {
-                    Err(e) if e.fs_error() == Some(FsError::Exists) => {
-                        if client.stat(&prefix)?.file_type != FileType::Directory {
-                            bail!("{prefix} exists and is not a directory");
-                        }
-                    }
-                    other => {
-                        other?;
+    each_path("mkdir", &args.paths, |path| {
+        if !args.parents {
+            client.mkdir(path, 0o755)?;
+            return Ok(());
+        }
+        let mut prefix = String::new();
+        for part in tessera_client::path::normalized(path) {
+            prefix.push('/');
+            prefix.push_str(part);
+            match client.mkdir(&prefix, 0o755) {
+                Err(e) if e.fs_error() == Some(FsError::Exists) => {
+                    if client.stat(&prefix)?.file_type != FileType::Directory {
+                        bail!("{prefix} exists and is not a directory");
                     }
                 }
+                other => {
+                    other?;
+                }
             }
-        } else {
-            client.mkdir(path, 0o755)?;
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 pub fn rm(args: RmArgs) -> Result<()> {
@@ -187,13 +209,10 @@ pub fn rm(args: RmArgs) -> Result<()> {
             }
         }
     }
-    for path in &args.paths {
-        match remove(&client, path, args.recursive) {
-            Err(e) if args.force && e.downcast_ref::<tessera_client::ClientError>().and_then(|c| c.fs_error()) == Some(FsError::NotFound) => {}
-            other => other?,
-        }
-    }
-    Ok(())
+    each_path("rm", &args.paths, |path| match remove(&client, path, args.recursive) {
+        Err(e) if args.force && e.downcast_ref::<tessera_client::ClientError>().and_then(|c| c.fs_error()) == Some(FsError::NotFound) => Ok(()),
+        other => other,
+    })
 }
 
 fn remove(client: &Client, path: &str, recursive: bool) -> Result<()> {

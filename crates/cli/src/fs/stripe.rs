@@ -1,9 +1,9 @@
 //! `setstripe` and `getstripe`, as in Lustre's `lfs`: a directory's default striping for new
 //! files, or a new empty file with its own; and the layout of a file (OSDs and object ids).
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::Args;
-use tessera_client::{ClusterConfig, Stripe, StripeHint};
+use tessera_client::{Client, ClusterConfig, Stripe, StripeHint};
 
 use super::ClusterArg;
 use crate::units::{format_size, parse_size};
@@ -12,12 +12,13 @@ use crate::units::{format_size, parse_size};
 pub struct SetStripeArgs {
     /// A directory (sets the default of files created in it) or a new file (created empty).
     path: String,
-    /// OSDs to stripe over; 0 means every OSD.
-    #[arg(short = 'c', long = "stripe-count", default_value_t = 0)]
-    count: u32,
+    /// OSDs to stripe over; 0 means every OSD. Default: the directory's current count.
+    #[arg(short = 'c', long = "stripe-count")]
+    count: Option<u32>,
     /// Stripe unit: bytes written to one OSD before moving to the next (e.g. 64K, 1M, 4M).
-    #[arg(short = 'S', long = "stripe-size", default_value = "1M", value_parser = parse_size)]
-    size: u64,
+    /// Default: the directory's current unit.
+    #[arg(short = 'S', long = "stripe-size", value_parser = parse_size)]
+    size: Option<u64>,
     /// First OSD of the stripe; default: the metadata server spreads files.
     #[arg(short = 'i', long = "stripe-index")]
     index: Option<u32>,
@@ -30,34 +31,81 @@ pub struct SetStripeArgs {
 
 #[derive(Args)]
 pub struct GetStripeArgs {
-    path: String,
+    #[arg(required = true)]
+    paths: Vec<String>,
     #[command(flatten)]
     cluster: ClusterArg,
 }
 
 pub fn setstripe(args: SetStripeArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
-    let hint = (!args.delete).then_some(StripeHint { stripe_unit: args.size, stripe_count: args.count, start_osd: args.index });
+    let hint = match args.delete {
+        true => None,
+        // A new file takes what its directory gives, a directory what it has: as `lfs`, an
+        // option not given keeps that.
+        false => Some(complete(&client, &args.cluster, &args.path, args.count, args.size, args.index)?),
+    };
     client.setstripe(&args.path, hint)?;
     Ok(())
 }
 
+/// `count` and `unit`, each taken when `None` from the default striping that `path` has (a
+/// directory) or would get (a new file).
+pub fn complete(client: &Client, cluster: &ClusterArg, path: &str, count: Option<u32>, unit: Option<u64>, start_osd: Option<u32>) -> Result<StripeHint> {
+    if let (Some(stripe_count), Some(stripe_unit)) = (count, unit) {
+        return Ok(StripeHint { stripe_unit, stripe_count, start_osd });
+    }
+    let dir = match client.getstripe(path) {
+        Ok(Stripe::Directory(_)) => path.to_string(),
+        _ => parent(path),
+    };
+    let base = match client.getstripe(&dir)? {
+        Stripe::Directory(Some(h)) => h,
+        _ => match cluster_default(cluster) {
+            Some(h) => h,
+            None => bail!("{dir} uses the metadata server's default striping, which is not known here (no up.json beside the cluster file): give both -c and -S"),
+        },
+    };
+    Ok(StripeHint { stripe_unit: unit.unwrap_or(base.stripe_unit), stripe_count: count.unwrap_or(base.stripe_count), start_osd })
+}
+
+/// The directory `path` is in.
+fn parent(path: &str) -> String {
+    match path.trim_end_matches('/').rsplit_once('/') {
+        Some((dir, _)) if !dir.is_empty() => dir.to_string(),
+        _ => "/".to_string(),
+    }
+}
+
+/// The default striping of a cluster `tessera up` made: its metadata servers' default, which
+/// they do not report, is in the `up.json` beside the cluster file.
+fn cluster_default(cluster: &ClusterArg) -> Option<StripeHint> {
+    let dir = cluster.cluster.as_deref()?.parent()?;
+    let options = crate::up_options::UpOptions::recorded(dir).ok()??;
+    Some(StripeHint { stripe_unit: options.stripe_unit?, stripe_count: options.stripe_count?, start_osd: None })
+}
+
 pub fn getstripe(args: GetStripeArgs) -> Result<()> {
     let (client, config) = args.cluster.connect()?;
-    println!("{}", args.path);
-    print_stripe(&config, &client.getstripe(&args.path)?);
-    Ok(())
+    super::each_path("getstripe", &args.paths, |path| {
+        let stripe = client.getstripe(path)?;
+        println!("{path}");
+        match stripe {
+            Stripe::Directory(None) => match cluster_default(&args.cluster) {
+                Some(h) => println!("{}  (the cluster default)", hint_line(&h)),
+                None => println!("stripe: the metadata server's default (no default of its own)"),
+            },
+            stripe => print_stripe(&config, &stripe),
+        }
+        Ok(())
+    })
 }
 
 /// `lfs getstripe`-style lines: the striping, and for a file each slot's OSD and object id.
 pub fn print_stripe(config: &ClusterConfig, stripe: &Stripe) {
     match stripe {
         Stripe::Directory(None) => println!("stripe: the server default (no default of its own)"),
-        Stripe::Directory(Some(h)) => {
-            let count = if h.stripe_count == 0 { "all OSDs".to_string() } else { h.stripe_count.to_string() };
-            let start = h.start_osd.map(|i| i.to_string()).unwrap_or_else(|| "any".into());
-            println!("stripe_count: {count}  stripe_size: {} ({})  stripe_index: {start}", h.stripe_unit, format_size(h.stripe_unit));
-        }
+        Stripe::Directory(Some(h)) => println!("{}", hint_line(h)),
         Stripe::File(layout) => {
             let unit = layout.stripe.stripe_unit();
             println!("stripe_count: {}  stripe_size: {unit} ({})", layout.stripe.stripe_count(), format_size(unit));
@@ -68,4 +116,11 @@ pub fn print_stripe(config: &ClusterConfig, stripe: &Stripe) {
             }
         }
     }
+}
+
+/// A directory default as `stripe_count: 2  stripe_size: 65536 (64 KiB)  stripe_index: any`.
+fn hint_line(h: &StripeHint) -> String {
+    let count = if h.stripe_count == 0 { "all OSDs".to_string() } else { h.stripe_count.to_string() };
+    let start = h.start_osd.map(|i| i.to_string()).unwrap_or_else(|| "any".into());
+    format!("stripe_count: {count}  stripe_size: {} ({})  stripe_index: {start}", h.stripe_unit, format_size(h.stripe_unit))
 }

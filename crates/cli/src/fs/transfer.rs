@@ -3,6 +3,7 @@
 
 use std::fs::File as LocalFile;
 use std::io::{self, Read, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -49,8 +50,9 @@ pub struct GetArgs {
 
 #[derive(Args)]
 pub struct CatArgs {
-    /// Path in Tessera.
-    remote: String,
+    /// Paths in Tessera, written out one after the other.
+    #[arg(required = true)]
+    paths: Vec<String>,
     #[command(flatten)]
     cluster: ClusterArg,
 }
@@ -73,20 +75,21 @@ fn chunk_len(client_stripe_width: u64) -> u64 {
 pub fn put(args: PutArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
     // The source is opened and checked first: a bad one must not touch the destination.
-    let (input, total): (Box<dyn Read>, u64) = if args.local.as_os_str() == "-" {
-        (Box::new(io::stdin().lock()), 0)
+    // A new file gets the local file's permission bits less the umask, as cp(1) gives.
+    let (input, total, local_mode): (Box<dyn Read>, u64, u32) = if args.local.as_os_str() == "-" {
+        (Box::new(io::stdin().lock()), 0, 0o644)
     } else {
         let f = LocalFile::open(&args.local).with_context(|| format!("opening {}", args.local.display()))?;
         let meta = f.metadata()?;
         if meta.is_dir() {
             bail!("{} is a directory; put copies one file", args.local.display());
         }
-        (Box::new(f), meta.len())
+        (Box::new(f), meta.len(), meta.permissions().mode() & 0o777 & !umask())
     };
     let remote = destination(&client, &args.remote, &args.local)?;
     let hint = match (args.stripe_count, args.stripe_size) {
         (None, None) => None,
-        (count, unit) => Some(StripeHint { stripe_unit: unit.unwrap_or(1 << 20), stripe_count: count.unwrap_or(0), start_osd: None }),
+        (count, unit) => Some(super::stripe::complete(&client, &args.cluster, &remote, count, unit, None)?),
     };
     // A file that exists is replaced only once the new contents are complete: they are
     // written under a temporary name beside it, with its striping, then renamed over it.
@@ -103,7 +106,7 @@ pub fn put(args: PutArgs) -> Result<()> {
     let temp = temporary_name(&remote);
     let file = client.create(&temp, 0o600, target)?;
     let copied = fill(&file, input, total, &args.local, &remote).and_then(|n| {
-        client.chmod(&temp, mode.unwrap_or(0o644))?;
+        client.chmod(&temp, mode.unwrap_or(local_mode))?;
         client.rename(&temp, &remote)?;
         Ok(n)
     });
@@ -120,6 +123,16 @@ pub fn put(args: PutArgs) -> Result<()> {
     }
 }
 
+/// The process's umask (read by setting it, so set back at once).
+fn umask() -> u32 {
+    // SAFETY: umask(2) cannot fail; this command has no other thread creating files.
+    unsafe {
+        let mask = libc::umask(0o022);
+        libc::umask(mask);
+        mask as u32
+    }
+}
+
 /// `.<name>.put-<pid>` beside `remote`.
 fn temporary_name(remote: &str) -> String {
     let (dir, name) = remote.trim_end_matches('/').rsplit_once('/').unwrap_or(("", remote));
@@ -127,24 +140,51 @@ fn temporary_name(remote: &str) -> String {
 }
 
 /// Copies `input` into `file` in large striped pieces and makes it durable; returns the bytes.
+/// Stripe units of zeros are not written, so holes stay holes (as cp(1) and `mv` keep them).
 fn fill(file: &tessera_client::File, mut input: Box<dyn Read>, total: u64, local: &Path, remote: &str) -> Result<u64> {
     let stripe = &file.layout().stripe;
     let chunk = chunk_len(stripe.stripe_unit() * stripe.stripe_count() as u64);
     let bar = progress(total, &format!("put {remote}"));
     let mut buf = vec![0u8; chunk as usize];
     let mut offset = 0u64;
+    let mut tail_hole = false;
     loop {
         let n = read_full(&mut input, &mut buf).with_context(|| format!("reading {}", local.display()))?;
         if n == 0 {
             break;
         }
-        file.pwrite(offset, &buf[..n])?;
+        tail_hole = !write_data(file, offset, &buf[..n], stripe.stripe_unit() as usize)?;
         offset += n as u64;
         bar.set_position(offset);
+    }
+    // A hole at the end still counts in the size.
+    if tail_hole {
+        file.set_len(offset)?;
     }
     file.fsync()?;
     bar.finish_and_clear();
     Ok(offset)
+}
+
+/// Writes the runs of `buf` (at `offset`) that are not whole `unit`-sized pieces of zeros;
+/// returns whether its end was written.
+fn write_data(file: &tessera_client::File, offset: u64, buf: &[u8], unit: usize) -> Result<bool> {
+    let mut run_start = None;
+    for (i, piece) in buf.chunks(unit.max(1)).enumerate() {
+        let at = i * unit.max(1);
+        match (piece.iter().all(|&b| b == 0), run_start) {
+            (false, None) => run_start = Some(at),
+            (true, Some(start)) => {
+                file.pwrite(offset + start as u64, &buf[start..at])?;
+                run_start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(start) = run_start {
+        file.pwrite(offset + start as u64, &buf[start..])?;
+    }
+    Ok(run_start.is_some())
 }
 
 /// Fills `buf` unless the input ends first; returns the bytes read.
@@ -203,11 +243,12 @@ pub fn get(args: GetArgs) -> Result<()> {
 
 pub fn cat(args: CatArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
-    let file = client.open(&args.remote)?;
     let mut out = io::stdout().lock();
-    copy_out(&file, &mut out, false)?;
-    out.flush()?;
-    Ok(())
+    super::each_path("cat", &args.paths, |path| {
+        let file = client.open(path)?;
+        copy_out(&file, &mut out, false)?;
+        Ok(out.flush()?)
+    })
 }
 
 /// Streams the whole file to `out`; returns its size.

@@ -1,0 +1,124 @@
+//! `tessera up` on a directory that already holds a cluster restarts it as it was set up
+//! (DIR/up.json): a forgotten flag adds no OSD, drops no metadata server, CHAP or security, and
+//! a flag that disagrees is refused unless `--reconfigure` says the change is meant.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::tessera_exe;
+
+/// A directory for `tessera up`, stopped with `tessera down` even when a test fails.
+struct ClusterDir {
+    dir: tempfile::TempDir,
+}
+
+impl ClusterDir {
+    fn new() -> ClusterDir {
+        ClusterDir { dir: tempfile::Builder::new().prefix("tessera-restart-").tempdir().unwrap() }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn arg(&self) -> &str {
+        self.path().to_str().unwrap()
+    }
+
+    /// `tessera up --dir DIR` with `flags`.
+    fn up(&self, flags: &[&str]) -> Output {
+        let mut args = vec!["up", "--dir", self.arg()];
+        args.extend(flags);
+        run(&args)
+    }
+
+    fn up_ok(&self, flags: &[&str]) -> String {
+        let out = self.up(flags);
+        assert!(out.status.success(), "`up {}` failed: {}{}", flags.join(" "), text(&out.stderr), text(&out.stdout));
+        text(&out.stdout)
+    }
+
+    /// `up` with `flags` must be refused; returns its error.
+    fn up_refused(&self, flags: &[&str]) -> String {
+        let out = self.up(flags);
+        assert!(!out.status.success(), "`up {}` should be refused: {}", flags.join(" "), text(&out.stdout));
+        text(&out.stderr)
+    }
+
+    fn down(&self) {
+        let out = run(&["down", "--dir", self.arg()]);
+        assert!(out.status.success(), "down: {}", text(&out.stderr));
+    }
+
+    fn has_store(&self, name: &str) -> bool {
+        self.path().join(name).is_dir()
+    }
+}
+
+impl Drop for ClusterDir {
+    fn drop(&mut self) {
+        let _ = run(&["down", "--dir", self.arg()]);
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(tessera_exe()).args(args).env_remove("TESSERA_CLUSTER").output().expect("running tessera")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn a_restart_without_flags_keeps_counts_chap_and_security() {
+    let c = ClusterDir::new();
+    c.up_ok(&["--osds", "2", "--mds", "2", "--chap", "--security", "capkey"]);
+    c.down();
+    let out = c.up_ok(&[]);
+    assert!(out.contains("2 metadata server(s), 2 OSD(s)"), "{out}");
+    assert!(out.contains("CHAP: mutual") && out.contains("security: CAPKEY"), "{out}");
+    assert!(!c.has_store("osd2"), "no OSD was added");
+    let cluster = std::fs::read_to_string(c.path().join("cluster.toml")).unwrap();
+    assert!(cluster.contains("chap_secret_file"), "{cluster}");
+    // The restarted cluster works, CHAP included.
+    let file = c.path().join("cluster.toml");
+    let mkdir = run(&["mkdir", "--cluster", file.to_str().unwrap(), "/after-restart"]);
+    assert!(mkdir.status.success(), "{}", text(&mkdir.stderr));
+}
+
+#[test]
+fn a_flag_that_disagrees_is_refused_and_changes_nothing() {
+    let c = ClusterDir::new();
+    c.up_ok(&["--osds", "2", "--mds", "2", "--chap"]);
+    c.down();
+    let err = c.up_refused(&["--osds", "3"]);
+    assert!(err.contains("OSDs: the cluster has 2, --osds asks for 3") && err.contains("--reconfigure"), "{err}");
+    assert!(!c.has_store("osd2"), "a refused up made no store");
+    let err = c.up_refused(&["--mds", "1"]);
+    assert!(err.contains("metadata servers: the cluster has 2"), "{err}");
+    let err = c.up_refused(&["--insecure"]);
+    assert!(err.contains("security: the cluster has cmdrsp, --security/--insecure asks for nosec"), "{err}");
+    let err = c.up_refused(&["--no-chap"]);
+    assert!(err.contains("CHAP: the cluster has CHAP"), "{err}");
+    // Fewer metadata servers would lose the namespace they hold: not even --reconfigure.
+    let err = c.up_refused(&["--mds", "1", "--reconfigure"]);
+    assert!(err.contains("strand"), "{err}");
+
+    // A change that is meant: one more OSD, and it stays on the next restart.
+    let out = c.up_ok(&["--osds", "3", "--reconfigure"]);
+    assert!(out.contains("2 metadata server(s), 3 OSD(s)"), "{out}");
+    c.down();
+    let out = c.up_ok(&[]);
+    assert!(out.contains("2 metadata server(s), 3 OSD(s)") && out.contains("CHAP: mutual"), "{out}");
+}
+
+#[test]
+fn a_refused_first_up_leaves_no_directory() {
+    let parent = tempfile::Builder::new().prefix("tessera-restart-").tempdir().unwrap();
+    let dir = parent.path().join("never");
+    let out = run(&["up", "--dir", dir.to_str().unwrap(), "--osds", "0"]);
+    assert!(!out.status.success() && text(&out.stderr).contains("at least one OSD"), "{}", text(&out.stderr));
+    assert!(!dir.exists(), "{} was left behind", dir.display());
+}
