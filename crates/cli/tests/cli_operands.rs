@@ -6,9 +6,8 @@ mod common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-use common::tessera_exe;
+use common::run;
 
 /// A cluster started with `tessera up`; stopped with `tessera down` even when a test fails.
 struct UpCluster {
@@ -62,15 +61,6 @@ impl Drop for UpCluster {
     fn drop(&mut self) {
         run(&["down", "--dir", self.dir.path().to_str().unwrap()], None);
     }
-}
-
-fn run(args: &[&str], cluster: Option<&Path>) -> Output {
-    let mut cmd = Command::new(tessera_exe());
-    cmd.args(args).env_remove("TESSERA_CLUSTER");
-    if let Some(c) = cluster {
-        cmd.env("TESSERA_CLUSTER", c);
-    }
-    cmd.output().expect("running tessera")
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -5,9 +5,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::tessera_exe;
+use common::run;
 
 /// A cluster started with `tessera up`; stopped with `tessera down` even when a test fails.
 struct UpCluster {
@@ -64,15 +64,6 @@ impl Drop for UpCluster {
     fn drop(&mut self) {
         self.down();
     }
-}
-
-fn run(args: &[&str], cluster: Option<&Path>) -> Output {
-    let mut cmd = Command::new(tessera_exe());
-    cmd.args(args).env_remove("TESSERA_CLUSTER");
-    if let Some(c) = cluster {
-        cmd.env("TESSERA_CLUSTER", c);
-    }
-    cmd.output().expect("running tessera")
 }
 
 fn run_ok(args: &[&str], cluster: Option<&Path>) -> Output {

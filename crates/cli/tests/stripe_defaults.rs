@@ -5,18 +5,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-use common::tessera_exe;
-
-fn run(args: &[&str], cluster: Option<&Path>) -> Output {
-    let mut cmd = Command::new(tessera_exe());
-    cmd.args(args).env_remove("TESSERA_CLUSTER");
-    if let Some(c) = cluster {
-        cmd.env("TESSERA_CLUSTER", c);
-    }
-    cmd.output().expect("running tessera")
-}
+use common::run;
 
 fn ok(args: &[&str], cluster: &Path) -> String {
     let out = run(args, Some(cluster));

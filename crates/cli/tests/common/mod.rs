@@ -79,3 +79,13 @@ pub fn pattern(len: usize, seed: u32) -> Vec<u8> {
 pub fn be64(v: &[u8]) -> u64 {
     u64::from_be_bytes(v.try_into().expect("8-byte attribute"))
 }
+
+/// Runs `tessera ARGS` to completion, against `cluster` (as TESSERA_CLUSTER) or none.
+pub fn run(args: &[&str], cluster: Option<&Path>) -> std::process::Output {
+    let mut cmd = std::process::Command::new(tessera_exe());
+    cmd.args(args).env_remove("TESSERA_CLUSTER");
+    if let Some(c) = cluster {
+        cmd.env("TESSERA_CLUSTER", c);
+    }
+    cmd.output().expect("running tessera")
+}
