@@ -237,7 +237,7 @@ fn stop(r: &DaemonRecord) -> std::result::Result<(), String> {
         return Err(format!("did not exit within {STOP_GRACE:?} of SIGTERM and was killed: no clean shutdown, no flush"));
     }
     let shutdown = log_since(&r.log, log_start);
-    match shutdown.lines().filter_map(|l| l.strip_prefix(ERROR_PREFIX)).last() {
+    match shutdown.lines().rev().find_map(|l| l.strip_prefix(ERROR_PREFIX)) {
         Some(error) => Err(format!("failed while shutting down: {error} (log {})", r.log.display())),
         None => Ok(()),
     }
