@@ -33,6 +33,10 @@ pub enum ConnectionError {
     Mismatch { expected: u64, got: u64 },
     #[error("sent a request where a reply was due")]
     NotAReply,
+    /// Nothing answered within the connection's timeout: a stopped or hung server, or an
+    /// address that is not a metadata server's.
+    #[error("no reply within {secs} s (is the metadata server stopped or hung, or is this address another daemon's?)")]
+    NoReply { secs: u64 },
 }
 
 impl ConnectionError {
@@ -49,6 +53,7 @@ pub struct MdsConnection {
     stream: TcpStream,
     reader: BufReader<TcpStream>,
     next_id: u64,
+    timeout: Duration,
 }
 
 impl MdsConnection {
@@ -58,24 +63,42 @@ impl MdsConnection {
     }
 
     /// Connects with TCP_NODELAY; a call waits at most `timeout` for its reply.
+    /// Connecting, too, gives up after `timeout` per address (an unreachable host would
+    /// otherwise hold the caller for the kernel's SYN retries).
     pub fn connect_with_timeout(addr: impl ToSocketAddrs, timeout: Duration) -> io::Result<MdsConnection> {
-        let stream = TcpStream::connect(addr)?;
+        let mut last = io::Error::new(io::ErrorKind::InvalidInput, "no address to connect to");
+        let mut connected = None;
+        for a in addr.to_socket_addrs()? {
+            match TcpStream::connect_timeout(&a, timeout) {
+                Ok(s) => {
+                    connected = Some(s);
+                    break;
+                }
+                Err(e) => last = e,
+            }
+        }
+        let stream = connected.ok_or(last)?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(timeout))?;
+        stream.set_write_timeout(Some(timeout))?;
         let reader = BufReader::with_capacity(READ_BUFFER, stream.try_clone()?);
-        Ok(MdsConnection { stream, reader, next_id: 1 })
+        Ok(MdsConnection { stream, reader, next_id: 1, timeout })
     }
 
     /// Sends one request and waits for its answer: the server's result, or why none came.
     pub fn call(&mut self, request: &Request) -> Result<Result<Reply, FsError>, ConnectionError> {
         let request_id = self.next_id;
         self.next_id += 1;
-        self.stream.write_all(&encode_request_frame(request_id, request))?;
+        let timed_out = |e: io::Error| match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => ConnectionError::NoReply { secs: self.timeout.as_secs() },
+            _ => ConnectionError::Io(e),
+        };
+        self.stream.write_all(&encode_request_frame(request_id, request)).map_err(timed_out)?;
         let mut header = [0u8; FRAME_HEADER_LEN];
-        self.reader.read_exact(&mut header)?;
+        self.reader.read_exact(&mut header).map_err(timed_out)?;
         // Checked before allocating, so a hostile length costs nothing.
         let mut body = vec![0u8; frame_body_len(header)?];
-        self.reader.read_exact(&mut body)?;
+        self.reader.read_exact(&mut body).map_err(timed_out)?;
         let frame = Frame::decode_body(&body)?;
         if frame.request_id != request_id {
             return Err(ConnectionError::Mismatch { expected: request_id, got: frame.request_id });
@@ -149,6 +172,7 @@ mod tests {
         let mut conn = MdsConnection::connect_with_timeout(addr, Duration::from_millis(100)).unwrap();
         let slow = conn.call(&Request::StatFs).unwrap_err();
         assert!(!slow.is_lost(), "{slow:?}");
+        assert!(matches!(slow, ConnectionError::NoReply { .. }), "a silent server is named as such: {slow:?}");
         server.join().unwrap();
     }
 
