@@ -138,6 +138,8 @@ fn put_keeps_the_local_mode_and_holes() {
     let back = work.path().join("back");
     c.ok(&["get", "/sparse", back.to_str().unwrap()]);
     assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&sparse).unwrap());
+    let local = std::fs::metadata(&back).unwrap().blocks() * 512;
+    assert!(local < 4 << 20, "get keeps the holes too: {local} bytes allocated locally");
 }
 
 #[test]

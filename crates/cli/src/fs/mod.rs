@@ -5,6 +5,7 @@
 pub mod mv;
 pub mod namespace;
 pub mod objects;
+pub mod sparse;
 pub mod stripe;
 pub mod transfer;
 

@@ -228,7 +228,8 @@ pub fn get(args: GetArgs) -> Result<()> {
     let mut out: Box<dyn Write> = if local.as_os_str() == "-" {
         Box::new(io::stdout().lock())
     } else {
-        Box::new(io::BufWriter::new(LocalFile::create(&local).with_context(|| format!("creating {}", local.display()))?))
+        // Large writes, so no buffer; runs of zeros stay holes, as the file's own are.
+        Box::new(super::sparse::SparseWriter::new(LocalFile::create(&local).with_context(|| format!("creating {}", local.display()))?))
     };
     let written = match pieces {
         Some(extents) => read_pieces(&file, &extents, &mut out)?,
