@@ -276,6 +276,40 @@ impl LocalCluster {
     }
 }
 
+/// Starts again, on their recorded addresses, the daemons of the cluster under `dir` that
+/// `records` lists and `running` does not (a crashed or killed daemon), leaving the running
+/// ones alone; records the new pids and returns the records of those started. The clients'
+/// cluster file stays valid: every daemon keeps its address.
+pub fn restart_missing(exe: &Path, dir: &Path, spec: &ClusterSpec, records: &[DaemonRecord], running: &[DaemonRecord]) -> Result<Vec<DaemonRecord>> {
+    let config = ClusterConfig::load(&dir.join(CLUSTER_FILE))?;
+    let chap = config.chap_secret_file.clone();
+    let mut all = Vec::with_capacity(records.len());
+    let mut started = Vec::new();
+    // OSDs first: a metadata server starting reaches its OSDs to fill its pools.
+    let mut order: Vec<&DaemonRecord> = records.iter().collect();
+    order.sort_by_key(|r| (r.role == "mds", r.index));
+    for r in order {
+        if let Some(live) = running.iter().find(|l| l.role == r.role && l.index == r.index) {
+            all.push(DaemonRecord { addr: r.addr.clone(), ..live.clone() });
+            continue;
+        }
+        let (record, daemon) = match r.role.as_str() {
+            "osd" => {
+                let (host_cmd, _) = spec.placement.command(exe, "osd", r.index)?;
+                let (record, daemon, _) = spawn_osd(host_cmd, dir, spec, r.index, &r.addr, chap.as_deref())?;
+                (record, daemon)
+            }
+            _ => spawn_mds(exe, dir, spec, r.index, &r.addr)?,
+        };
+        daemon.detach();
+        started.push(record.clone());
+        all.push(record);
+    }
+    all.sort_by_key(|r| (r.role != "mds", r.index));
+    write_records(dir, &all)?;
+    Ok(started)
+}
+
 /// Starts OSD `index` of the cluster under `dir` listening on `listen` (port 0: the kernel
 /// picks) through `cmd` (this host, or another); returns its record, the daemon and its target
 /// name.

@@ -116,6 +116,21 @@ pub fn up(args: UpArgs) -> Result<()> {
         Err(holder) => bail!("another `tessera up` ({holder}) is starting a cluster in {}; once it is done, see `tessera status --dir {}`", dir.display(), dir.display()),
     };
     let running = running::find(&dir);
+    if !running.is_empty() && running.unknown.is_empty() && running.broken_records.is_none() && !args.reconfigure {
+        // Part of the cluster is up: start the rest where they were, as a service manager
+        // restarts one failed unit.
+        if let Ok(records) = crate::cluster::read_records(&dir) {
+            if records.iter().all(|r| !r.addr.is_empty()) && records.len() > running.daemons.len() {
+                let exe = std::env::current_exe().context("finding the tessera executable")?;
+                let started = crate::cluster::restart_missing(&exe, &dir, &spec, &records, &running.daemons)?;
+                for r in &started {
+                    println!("restarted {:<6} pid {:<8} {:<22} {}", r.name(), r.pid, r.addr, r.data.display());
+                }
+                println!("cluster up: the other daemons were running; logs in {}", dir.join("logs").display());
+                return Ok(());
+            }
+        }
+    }
     if !running.is_empty() {
         let hint = match &running.broken_records {
             Some(e) => format!(" ({e}; `down` finds the daemons by their store locks)"),

@@ -255,3 +255,38 @@ fn status_leaves_no_warning_in_osd_logs_but_a_real_capability_less_command_does(
     let log = std::fs::read_to_string(c.log("osd0")).unwrap();
     assert!(log.contains("WARN") && log.contains("refused"), "{log}");
 }
+
+/// Goal: `up` on a cluster one of whose daemons died starts only that daemon again, on its
+/// old address, so clients' cluster files stay valid and the files it holds are back.
+#[test]
+fn up_restarts_only_the_daemons_that_died_on_their_addresses() {
+    let c = ClusterDir::new();
+    run_ok(&c.up_args("2"));
+    let cluster = c.path().join("cluster.toml");
+    let work = tempfile::tempdir().unwrap();
+    let local = work.path().join("f");
+    std::fs::write(&local, vec![7u8; 3 << 20]).unwrap();
+    let with_cluster = |args: &[&str]| {
+        let out = Command::new(tessera_exe()).args(args).env("TESSERA_CLUSTER", &cluster).output().unwrap();
+        assert!(out.status.success(), "`tessera {}`: {}", args.join(" "), text(&out.stderr));
+        out
+    };
+    with_cluster(&["put", "-c", "2", "-S", "64K", local.to_str().unwrap(), "/f"]);
+    let before = read_records(c.path()).unwrap();
+    let (mds0, osd0) = (c.pid_of("mds0"), c.pid_of("osd0"));
+    // SAFETY: kill(2) of a daemon this test started.
+    unsafe { libc::kill(c.pid_of("osd1") as libc::pid_t, libc::SIGKILL) };
+    std::thread::sleep(Duration::from_millis(300));
+
+    let out = run_ok(&["up", "--dir", c.arg()]);
+    assert!(text(&out.stdout).contains("restarted osd1"), "{}", text(&out.stdout));
+    let after = read_records(c.path()).unwrap();
+    assert_eq!(c.pid_of("mds0"), mds0, "the running metadata server was left alone");
+    assert_eq!(c.pid_of("osd0"), osd0);
+    for (b, a) in before.iter().zip(&after) {
+        assert_eq!((&b.role, b.index, &b.addr), (&a.role, a.index, &a.addr), "every daemon keeps its address");
+    }
+    let back = work.path().join("back");
+    with_cluster(&["get", "/f", back.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&local).unwrap(), "the file striped over the restarted OSD reads back");
+}
