@@ -92,10 +92,9 @@ pub fn run(args: MdsArgs) -> Result<()> {
     let Some(me) = cluster.mds.get(args.index as usize) else {
         bail!("--index {} but {} names only {} metadata server(s)", args.index, args.cluster.display(), cluster.mds.len());
     };
-    std::fs::create_dir_all(&args.data).with_context(|| format!("creating {}", args.data.display()))?;
     // Held until this process exits, and taken before the OSDs are touched: a second server on
     // one namespace database fails its commits and would also re-key the OSDs.
-    let _lock = DirLock::acquire(&args.data, "the metadata store")?;
+    let _lock = DirLock::create_and_acquire(&args.data, "the metadata store")?;
     let listen = args.listen.clone().unwrap_or_else(|| me.addr.clone());
     let listener = TcpListener::bind(&listen).with_context(|| format!("listening on {listen}"))?;
     let addr = listener.local_addr()?;

@@ -63,9 +63,8 @@ pub fn run(args: OsdArgs) -> Result<()> {
     let mut signals = Signals::new([SIGTERM, SIGINT]).context("installing signal handlers")?;
     // Read before anything is opened, so a bad secret file stops the OSD at once.
     let chap = args.chap_secret_file.as_deref().map(load_chap_secrets).transpose()?;
-    std::fs::create_dir_all(&args.data).with_context(|| format!("creating {}", args.data.display()))?;
     // Held until this process exits: a second OSD on the store would corrupt it.
-    let _lock = DirLock::acquire(&args.data, "the OSD store")?;
+    let _lock = DirLock::create_and_acquire(&args.data, "the OSD store")?;
     let engine = Engine::open(&args.data, EngineConfig::default())
         .with_context(|| format!("opening the object store in {}", args.data.display()))?;
     let system_id = engine.system_id();

@@ -19,6 +19,16 @@ pub struct DirLock {
 }
 
 impl DirLock {
+    /// Makes store directory `dir` if it is missing (refusing a path that is something else),
+    /// then takes its lock as [`DirLock::acquire`] does.
+    pub fn create_and_acquire(dir: &Path, what: &str) -> Result<DirLock> {
+        if dir.exists() && !dir.is_dir() {
+            bail!("{} is not a directory; give the directory that holds (or will hold) {what}", dir.display());
+        }
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        Self::acquire(dir, what)
+    }
+
     /// Takes `dir`'s lock without waiting; if another process holds it, fails with a message
     /// naming `dir` and, when known, that process's pid. `what` says what `dir` is.
     pub fn acquire(dir: &Path, what: &str) -> Result<DirLock> {

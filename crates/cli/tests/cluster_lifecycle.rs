@@ -121,6 +121,12 @@ fn a_second_daemon_on_a_store_in_use_is_refused_and_names_the_holder() {
     assert!(err.contains(&format!("{} is in use by pid {}", mds0.display(), c.pid_of("mds0"))), "{err}");
     // The refused daemons touched nothing: the cluster still answers.
     run_ok(&["status", "--dir", c.arg()]);
+
+    // A store path that is a file is refused as such.
+    let file = c.path().join("not-a-dir");
+    std::fs::write(&file, b"x").unwrap();
+    let out = run_expecting_exit(&["osd", "--data", file.to_str().unwrap(), "--listen", "127.0.0.1:0"], Duration::from_secs(20));
+    assert!(text(&out.stderr).contains("is not a directory"), "{}", text(&out.stderr));
 }
 
 #[test]
