@@ -250,11 +250,17 @@ pub fn mode_string(a: &Attr) -> String {
         FileType::Regular => '-',
     };
     let mut s = String::from(kind);
-    for shift in [6, 3, 0] {
+    // As ls(1): setuid, setgid and sticky show in the execute column, lower case over x.
+    for (shift, special, mark) in [(6, 0o4000, 's'), (3, 0o2000, 's'), (0, 0o1000, 't')] {
         let bits = (a.mode >> shift) & 7;
         s.push(if bits & 4 != 0 { 'r' } else { '-' });
         s.push(if bits & 2 != 0 { 'w' } else { '-' });
-        s.push(if bits & 1 != 0 { 'x' } else { '-' });
+        s.push(match (bits & 1 != 0, a.mode & special != 0) {
+            (true, true) => mark,
+            (false, true) => mark.to_ascii_uppercase(),
+            (true, false) => 'x',
+            (false, false) => '-',
+        });
     }
     s
 }
@@ -278,7 +284,19 @@ pub fn time_string(secs: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::time_string;
+    use super::{mode_string, time_string};
+    use tessera_client::{Attr, FileType, InodeId, Timespec};
+
+    #[test]
+    fn modes_read_as_ls_shows_them() {
+        let t = Timespec { secs: 0, nanos: 0 };
+        let attr = |file_type, mode| Attr { ino: InodeId(1), file_type, mode, uid: 0, gid: 0, nlink: 1, size: 0, atime: t, mtime: t, ctime: t, parent: InodeId(0) };
+        assert_eq!(mode_string(&attr(FileType::Regular, 0o644)), "-rw-r--r--");
+        assert_eq!(mode_string(&attr(FileType::Regular, 0o4755)), "-rwsr-xr-x");
+        assert_eq!(mode_string(&attr(FileType::Regular, 0o2644)), "-rw-r-Sr--");
+        assert_eq!(mode_string(&attr(FileType::Directory, 0o1777)), "drwxrwxrwt");
+        assert_eq!(mode_string(&attr(FileType::Directory, 0o1770)), "drwxrwx--T");
+    }
 
     #[test]
     fn civil_time() {
