@@ -22,7 +22,7 @@ pub enum FsError {
     Invalid,
     #[error("file name too long")]
     NameTooLong,
-    #[error("input/output error (storage node or metadata store)")]
+    #[error("input/output error (an OSD or the metadata store failed; `tessera status` shows which daemon is down)")]
     Io,
     #[error("stale inode")]
     Stale,
