@@ -305,7 +305,9 @@ fn reachable(addr: &str) -> Result<()> {
 
 fn probe_mds(addr: &str) -> Result<String> {
     reachable(addr)?;
-    let mut conn = MdsConnection::connect(addr)?;
+    // A stopped (SIGSTOP) server accepts connections but never answers: bounded, so status
+    // can say so and go on to the next daemon.
+    let mut conn = MdsConnection::connect_with_timeout(addr, PROBE_TIMEOUT)?;
     match conn.call(&Request::StatFs)? {
         Ok(tessera_mds_proto::Reply::StatFs(s)) => Ok(format!("{} files, {} directories", s.files, s.directories)),
         Ok(other) => bail!("unexpected answer {other:?}"),
@@ -316,7 +318,9 @@ fn probe_mds(addr: &str) -> Result<String> {
 fn probe_osd(config: &ClusterConfig, index: usize) -> Result<String> {
     let osd = &config.osds[index];
     reachable(&osd.addr)?;
-    let session = Session::login(osd.addr.as_str(), config.session_config(osd)?)?;
+    // Bounded likewise: an unanswered login or command fails after two probe timeouts.
+    let login = tessera_initiator::iscsi::SessionConfig { liveness: PROBE_TIMEOUT, ..config.session_config(osd)? };
+    let session = Session::login(osd.addr.as_str(), login)?;
     let client = OsdClient::new(session, osd.lun);
     // INQUIRY needs no capability; a LIST of the root without one, asking for 0 bytes, tells
     // a NOSEC OSD (answers) from one that checks capabilities (refuses, and knows such a probe

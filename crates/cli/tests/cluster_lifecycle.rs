@@ -296,3 +296,30 @@ fn up_restarts_only_the_daemons_that_died_on_their_addresses() {
     with_cluster(&["get", "/f", back.to_str().unwrap()]);
     assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&local).unwrap(), "the file striped over the restarted OSD reads back");
 }
+
+/// Goal: `status` tells which daemon is not answering, in bounded time, when daemons are
+/// frozen (SIGSTOP: their sockets still accept connections) rather than gone.
+#[test]
+fn status_reports_frozen_daemons_as_down_in_bounded_time() {
+    let c = ClusterDir::new();
+    run_ok(&c.up_args("2"));
+    let (mds0, osd1) = (c.pid_of("mds0"), c.pid_of("osd1"));
+    let signal = |pid: u32, sig| {
+        // SAFETY: kill(2) of a daemon this test started.
+        unsafe { libc::kill(pid as libc::pid_t, sig) };
+    };
+    signal(mds0, libc::SIGSTOP);
+    signal(osd1, libc::SIGSTOP);
+    let started = Instant::now();
+    let out = run_expecting_exit(&["status", "--dir", c.arg()], Duration::from_secs(60));
+    let waited = started.elapsed();
+    signal(mds0, libc::SIGCONT);
+    signal(osd1, libc::SIGCONT);
+    let report = text(&out.stdout);
+    assert!(!out.status.success(), "status fails while daemons are down: {report}");
+    let line = |name: &str| report.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} in {report}")).to_string();
+    assert!(line("mds0").contains("down"), "{report}");
+    assert!(line("osd1").contains("down"), "{report}");
+    assert!(line("osd0").contains(" up "), "{report}");
+    assert!(waited < Duration::from_secs(30), "status took {waited:?}");
+}
