@@ -231,11 +231,13 @@ pub fn get(args: GetArgs) -> Result<()> {
         // Large writes, so no buffer; runs of zeros stay holes, as the file's own are.
         Box::new(super::sparse::SparseWriter::new(LocalFile::create(&local).with_context(|| format!("creating {}", local.display()))?))
     };
+    let target = if local.as_os_str() == "-" { "standard output".to_string() } else { local.display().to_string() };
     let written = match pieces {
-        Some(extents) => read_pieces(&file, &extents, &mut out)?,
-        None => copy_out(&file, &mut out, true)?,
-    };
-    out.flush()?;
+        Some(extents) => read_pieces(&file, &extents, &mut out),
+        None => copy_out(&file, &mut out, true),
+    }
+    .and_then(|n| Ok(out.flush().map(|()| n)?))
+    .with_context(|| format!("get {} -> {target}", args.remote))?;
     if local.as_os_str() != "-" {
         eprintln!("get {} -> {}: {written} bytes", args.remote, local.display());
     }
@@ -247,8 +249,7 @@ pub fn cat(args: CatArgs) -> Result<()> {
     let mut out = io::stdout().lock();
     super::each_path("cat", &args.paths, |path| {
         let file = client.open(path)?;
-        copy_out(&file, &mut out, false)?;
-        Ok(out.flush()?)
+        copy_out(&file, &mut out, false).and_then(|_| Ok(out.flush()?)).with_context(|| format!("cat {path} to standard output"))
     })
 }
 
