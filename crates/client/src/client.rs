@@ -163,6 +163,10 @@ impl Client {
     }
 
     pub fn mkdir(&self, path: &str, mode: u32) -> Result<Attr, ClientError> {
+        if !path.is_empty() && crate::path::normalized(path).is_empty() {
+            // The root (or a path that comes back to it) exists, as mkdir(2) answers.
+            return Err(ClientError::Fs { op: "mkdir", path: path.to_string(), source: FsError::Exists });
+        }
         let (dir, name) = self.inner.parent_of("mkdir", path)?;
         let request = Request::Mkdir { parent: dir.ino, name: name.to_string(), new: self.inner.new_inode(mode) };
         self.inner.attr_of(dir.ino, "mkdir", path, request)

@@ -231,6 +231,8 @@ fn paths_and_errnos_follow_posix() {
     assert_eq!(fs_err(c.unlink(&format!("/{long}/x"))), FsError::NameTooLong);
     assert_eq!(fs_err(c.symlink(&"t".repeat(4096), "/d/l")), FsError::NameTooLong);
     assert_eq!(fs_err(c.symlink("", "/d/l")), FsError::NotFound);
+    assert_eq!(fs_err(c.mkdir("/", 0o755)), FsError::Exists);
+    assert_eq!(fs_err(c.mkdir("/d/..", 0o755)), FsError::Exists);
 
     assert_eq!(fs_err(c.stat("/d/file/")), FsError::NotDir);
     assert_eq!(fs_err(c.stat("/d/file/.")), FsError::NotDir);
