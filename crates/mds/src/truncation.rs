@@ -9,8 +9,11 @@
 //! object may hold) has given its final word: that row leaves the journal too, and the
 //! refusal is the truncate's answer. Removing a file drops its rows.
 
+use std::cell::Cell;
+
 use tessera_mds_proto::{FsError, ObjectRef};
 
+use crate::journal;
 use crate::namespace::Namespace;
 use crate::objects::DataObjects;
 
@@ -18,27 +21,26 @@ use crate::objects::DataObjects;
 /// Returns the first failure (EFBIG or ENOSPC for a refusal, EIO for an OSD that did not
 /// answer, whose row stays).
 pub fn set_lengths(ns: &Namespace, objects: &dyn DataObjects, list: &[(ObjectRef, u64)]) -> Result<(), FsError> {
-    let mut answered = Vec::with_capacity(list.len());
-    let mut first_failure = None;
-    for &(o, len) in list {
-        match objects.set_logical_len(o, len) {
-            Ok(()) => answered.push((o, len)),
-            Err(e) => {
+    let first_failure = Cell::new(None);
+    journal::apply_then_clear(
+        ns,
+        list,
+        "truncate (object length)",
+        |(o, len)| {
+            objects.set_logical_len(o, len).or_else(|e| {
                 let refusal = e.length_refusal();
-                tracing::warn!(?o, len, %e, "truncate of an object deferred or refused");
-                if refusal != FsError::Io {
-                    answered.push((o, len));
+                first_failure.set(first_failure.get().or(Some(refusal)));
+                if refusal == FsError::Io {
+                    return Err(e);
                 }
-                first_failure.get_or_insert(refusal);
-            }
-        }
-    }
-    if !answered.is_empty() {
-        if let Err(e) = ns.write_relaxed(|s| s.clear_lengths(&answered)) {
-            tracing::warn!(%e, count = answered.len(), "truncate: rows done stay journaled");
-        }
-    }
-    first_failure.map_or(Ok(()), Err)
+                // The OSD answered: its refusal is final, and the row leaves the journal.
+                tracing::warn!(?o, len, %e, "truncate of an object refused");
+                Ok(())
+            })
+        },
+        |s, done| s.clear_lengths(done),
+    );
+    first_failure.get().map_or(Ok(()), Err)
 }
 
 /// Retries every journaled truncate. Returns how many object lengths are still owed.
