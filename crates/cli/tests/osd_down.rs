@@ -57,3 +57,62 @@ fn with_an_osd_down_the_namespace_still_works_and_sizes_are_unknown() {
     cluster.start_osd(1).unwrap();
     cluster.stop().unwrap();
 }
+
+/// The OSDs of each slot of a new file, created with `hint` (None: its directory's default).
+fn create_where(client: &Client, path: &str, hint: Option<StripeHint>) -> (tessera_client::File, Vec<u32>) {
+    let file = client.create(path, 0o644, hint).unwrap();
+    let osds = file.layout().objects.iter().map(|o| o.osd).collect();
+    (file, osds)
+}
+
+/// Creates batches of files until one whole batch satisfies `placed`, within `within`; returns
+/// that batch. The metadata server hears of an OSD's fall or return by its own probe, so the
+/// first batches may still see the old state.
+fn batch_until(client: &Client, tag: &str, within: std::time::Duration, placed: impl Fn(&[u32]) -> bool) -> Vec<(tessera_client::File, Vec<u32>)> {
+    let deadline = std::time::Instant::now() + within;
+    for round in 0.. {
+        let one = Some(StripeHint { stripe_unit: 65536, stripe_count: 1, start_osd: None });
+        let batch: Vec<_> = (0..6)
+            .flat_map(|i| [create_where(client, &format!("/{tag}-{round}-one-{i}"), one), create_where(client, &format!("/{tag}-{round}-all-{i}"), None)])
+            .collect();
+        if batch.iter().all(|(_, osds)| placed(osds)) {
+            return batch;
+        }
+        assert!(std::time::Instant::now() < deadline, "no batch placed as wanted within {within:?}: {:?}", batch.iter().map(|b| &b.1).collect::<Vec<_>>());
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    unreachable!()
+}
+
+/// Goal: new files are not placed on an OSD that is down, so they can be written at once, and
+/// are placed on it again once it is back; the metadata server notices both by itself, with no
+/// command touching that OSD. A file over all OSDs takes every OSD that answers.
+/// Method: a real cluster (one `tessera mds`, three `tessera osd`, CMDRSP, default striping over
+/// all OSDs); OSD 1 stopped, then started again; files of one slot and over all OSDs.
+#[test]
+fn new_files_avoid_a_down_osd_and_use_it_again_once_it_answers() {
+    let dir = tempfile::Builder::new().prefix("tessera-osd-placement-").tempdir().unwrap();
+    let mut cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &ClusterSpec::new(3)).unwrap();
+    let client = Client::connect(cluster.config()).unwrap();
+    let (_, all_up) = create_where(&client, "/before", None);
+    assert_eq!(all_up.len(), 3, "the default stripes over every OSD");
+
+    cluster.stop_osd(1).unwrap();
+    let within = std::time::Duration::from_secs(20);
+    let avoiding = batch_until(&client, "down", within, |osds| !osds.contains(&1));
+    assert!(avoiding.iter().any(|(_, osds)| osds.len() == 2), "over all OSDs: the two that answer");
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    for (file, osds) in &avoiding {
+        file.pwrite(0, &data).unwrap_or_else(|e| panic!("a new file on {osds:?} is writable with OSD 1 down: {e}"));
+        assert_eq!(file.read_to_end().unwrap(), data);
+    }
+
+    cluster.start_osd(1).unwrap();
+    let back = batch_until(&client, "back", within, |osds| osds.len() == 1 || osds.len() == 3);
+    assert!(back.iter().any(|(_, osds)| osds == &[1]), "single-slot files rotate onto OSD 1 again: {:?}", back.iter().map(|b| &b.1).collect::<Vec<_>>());
+    for (file, _) in &back {
+        file.pwrite(0, &data).unwrap();
+        assert_eq!(file.read_to_end().unwrap(), data);
+    }
+    cluster.stop().unwrap();
+}

@@ -7,6 +7,8 @@
 //!   commit that lets concurrent requests share one durable flush, and [`checkpoint`], which
 //!   keeps checkpoints off the request path.
 //! - [`pools`]: per-OSD pools of objects precreated in batches, so a create calls no OSD.
+//! - [`health`]: which OSDs answer (every object operation watched, the quiet ones probed), so
+//!   new files are placed on those that do.
 //! - [`objects`]: the [`DataObjects`] seam to the storage nodes (create, remove, length,
 //!   truncate, list), implemented over the typed OSD client by [`OsdObjects`].
 //! - [`security`]: the security manager: OSD keys, their rotation, and the capabilities every
@@ -26,6 +28,7 @@ pub mod checkpoint;
 pub mod commit;
 pub mod conn;
 pub mod db;
+pub mod health;
 pub mod journal;
 pub mod namespace;
 pub mod objects;

@@ -21,6 +21,7 @@ use thiserror::Error;
 
 use crate::commit::Pending;
 use crate::db::DbError;
+use crate::health::{OsdHealth, Prober, Watched};
 use crate::journal;
 use crate::namespace::{Namespace, NamespaceError};
 use crate::objects::DataObjects;
@@ -76,6 +77,10 @@ pub struct Mds {
     pools: Pools,
     /// Finishes revocations an OSD could not be told of (revocation.rs).
     _revocations: Retrier,
+    /// Every object operation goes through [`Watched`], which records here whether the OSD
+    /// answered; the prober asks the OSDs nothing else asked lately.
+    health: Arc<OsdHealth>,
+    _prober: Prober,
     objects: Arc<dyn DataObjects>,
     config: MdsConfig,
     peers: Vec<Mutex<Option<MdsConnection>>>,
@@ -133,6 +138,8 @@ impl Mds {
         if config.server_index as usize >= servers {
             return Err(OpenError::ServerIndex { index: config.server_index, servers });
         }
+        let health = Arc::new(OsdHealth::new(config.cluster.osds.len() as u32));
+        let objects: Arc<dyn DataObjects> = Arc::new(Watched::new(objects, health.clone()));
         let ns = Arc::new(Namespace::open(path, config.server_index, now()).map_err(|e| match e {
             NamespaceError::Db(e) => OpenError::Db(e),
             NamespaceError::Store(e) => OpenError::Store(e),
@@ -155,8 +162,9 @@ impl Mds {
         let revocations = Retrier::start(ns.clone(), objects.clone()).map_err(|source| OpenError::Db(DbError::Thread { source }))?;
         let osd_count = config.cluster.osds.len() as u32;
         let pools = Pools::start(ns.clone(), objects.clone(), osd_count, config.precreate).map_err(OpenError::Store)?;
+        let prober = Prober::start(objects.clone(), health.clone()).map_err(|source| OpenError::Db(DbError::Thread { source }))?;
         let peers = (0..servers).map(|_| Mutex::new(None)).collect();
-        Ok(Mds { ns, pools, _revocations: revocations, objects, config, peers })
+        Ok(Mds { ns, pools, _revocations: revocations, health, _prober: prober, objects, config, peers })
     }
 
     pub fn server_index(&self) -> u32 {
@@ -357,7 +365,7 @@ impl Mds {
             R::GetLayout { ino } => self.layout_with_grant(ino),
             R::SetDirStripe { dir, hint } => {
                 if let Some(h) = &hint {
-                    files::resolve(h, self.osd_count(), 0)?;
+                    files::resolve(h, self.osd_count(), &[], 0)?;
                 }
                 self.ns.write(|s| s.set_dir_stripe(dir, hint)).map(|()| Reply::Done)
             }
@@ -451,7 +459,7 @@ impl Mds {
 
     /// One attempt at a create's step, calling no OSD.
     fn create_once(&self, parent: InodeId, name: &str, new: &NewInode, stripe: Option<StripeHint>) -> CreateTry {
-        let policy = StripePolicy { default: self.config.default_stripe, osd_count: self.osd_count() };
+        let policy = StripePolicy { default: self.config.default_stripe, osd_count: self.osd_count(), down: self.health.down() };
         let (pending, result) = match self.ns.start_write(|s| s.create_file(parent, name, new, stripe, &policy, now())) {
             Ok(started) => started,
             Err(e) => return CreateTry::Answered(Answer::Now(Err(e))),

@@ -36,11 +36,14 @@ pub fn object_seq(object_id: u64) -> u64 {
     object_id & ((1 << OBJECT_SEQ_BITS) - 1)
 }
 
-/// The server's striping: the default for directories without their own, over how many OSDs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The server's striping: the default for directories without their own, over how many OSDs,
+/// and which of them new files avoid.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StripePolicy {
     pub default: StripeHint,
     pub osd_count: u32,
+    /// OSDs last found unreachable (`health.rs`), in index order.
+    pub down: Vec<u32>,
 }
 
 /// A created file.
@@ -84,23 +87,56 @@ pub(crate) fn put_dir_stripe(tx: &Connection, dir: InodeId, hint: Option<StripeH
     Ok(())
 }
 
-/// Turns a hint into a layout over `osd_count` OSDs: count 0 means all of them; without a start
-/// OSD, `spread` (the inode sequence) rotates the first OSD so files spread evenly.
-pub fn resolve(hint: &StripeHint, osd_count: u32, spread: u64) -> Result<(StripeLayout, u32), FsError> {
+/// Turns a hint into a layout over `osd_count` OSDs and the OSD of each slot: count 0 means
+/// all of them; a start OSD fixes the first slot and the rest follow it; without one,
+/// [`place`] chooses, avoiding the OSDs in `down`.
+pub fn resolve(hint: &StripeHint, osd_count: u32, down: &[u32], spread: u64) -> Result<(StripeLayout, Vec<u32>), FsError> {
     if osd_count == 0 {
         return Err(FsError::NoSpace);
     }
-    let count = if hint.stripe_count == 0 { osd_count } else { hint.stripe_count };
+    let all = hint.stripe_count == 0;
+    let count = if all { osd_count } else { hint.stripe_count };
     if count > osd_count {
         return Err(FsError::Invalid);
     }
-    let layout = StripeLayout::new(hint.stripe_unit, count).map_err(|_| FsError::Invalid)?;
-    let start = match hint.start_osd {
+    let osds = match hint.start_osd {
         Some(s) if s >= osd_count => return Err(FsError::Invalid),
-        Some(s) => s,
-        None => (spread % osd_count as u64) as u32,
+        Some(s) => (0..count).map(|i| (s + i) % osd_count).collect(),
+        None => place(count, all, osd_count, down, spread),
     };
-    Ok((layout, start))
+    let layout = StripeLayout::new(hint.stripe_unit, osds.len() as u32).map_err(|_| FsError::Invalid)?;
+    Ok((layout, osds))
+}
+
+/// The OSDs of a new file's slots when its stripe names no start OSD. `spread` (the inode
+/// sequence) rotates the first slot so files spread evenly, and the others follow it.
+/// With OSDs down, the rotation runs over those that answer: a stripe over all OSDs
+/// (`all`, count 0) takes every OSD that answers, as Lustre's `-c -1` does, and a narrower one
+/// its `count` of them when that many answer. A stripe wider than what answers is placed as if
+/// all were up: the file is made, and I/O on the down OSD's slots waits for it.
+pub fn place(count: u32, all: bool, osd_count: u32, down: &[u32], spread: u64) -> Vec<u32> {
+    let mut up: Vec<u32> = (0..osd_count).collect();
+    if !down.is_empty() {
+        let mut is_down = vec![false; osd_count as usize];
+        for &d in down.iter().filter(|&&d| d < osd_count) {
+            is_down[d as usize] = true;
+        }
+        up.retain(|&o| !is_down[o as usize]);
+    }
+    let count = match up.len() as u32 {
+        0 => {
+            up = (0..osd_count).collect();
+            count
+        }
+        answering if all => answering,
+        answering if answering < count => {
+            up = (0..osd_count).collect();
+            count
+        }
+        _ => count,
+    };
+    let first = (spread % up.len() as u64) as usize;
+    (0..count as usize).map(|i| up[(first + i) % up.len()]).collect()
 }
 
 /// Journals `objects` for removal; a revocation or truncate still owed to them is moot once
@@ -177,13 +213,12 @@ impl Store {
             return Err(FsError::NotDir.into());
         }
         let ino = self.alloc_inode()?;
-        let (stripe, start) = resolve(&hint.or(dir_hint).unwrap_or(policy.default), policy.osd_count, ino.local())?;
+        let (stripe, osds) = resolve(&hint.or(dir_hint).unwrap_or(policy.default), policy.osd_count, &policy.down, ino.local())?;
         // The objects are chosen before any write, so an empty pool fails with nothing to undo.
-        // Slots are on distinct OSDs (count <= OSDs), so each OSD is peeked once.
-        let mut peeked = Vec::with_capacity(stripe.stripe_count() as usize);
+        // Slots are on distinct OSDs, so each OSD is peeked once.
+        let mut peeked = Vec::with_capacity(osds.len());
         let mut empty = Vec::new();
-        for slot in 0..stripe.stripe_count() {
-            let osd = (start + slot) % policy.osd_count;
+        for osd in osds {
             match self.hot.peek_object(tx, osd)? {
                 Some(p) => peeked.push((osd, p)),
                 None => empty.push(osd),
@@ -390,5 +425,54 @@ impl Accounting {
     pub fn knows(&self, o: ObjectRef) -> bool {
         let seq = object_seq(o.object_id);
         self.files.contains(&o) || self.journal.contains(&o) || self.ranges.iter().any(|r| r.osd == o.osd && r.holds(seq))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::place;
+
+    /// How many of `files` consecutive new files have a slot on each OSD, and their widths.
+    fn slots(count: u32, all: bool, osds: u32, down: &[u32], files: u64) -> (Vec<u32>, Vec<usize>) {
+        let mut on = vec![0; osds as usize];
+        let mut widths = Vec::new();
+        for spread in 0..files {
+            let chosen = place(count, all, osds, down, spread);
+            let mut distinct = chosen.clone();
+            distinct.sort();
+            distinct.dedup();
+            assert_eq!(distinct.len(), chosen.len(), "slots on distinct OSDs: {chosen:?}");
+            for o in &chosen {
+                on[*o as usize] += 1;
+            }
+            widths.push(chosen.len());
+        }
+        widths.dedup();
+        (on, widths)
+    }
+
+    #[test]
+    fn with_all_up_files_rotate_over_every_osd() {
+        assert_eq!(place(2, false, 4, &[], 3), vec![3, 0]);
+        assert_eq!(slots(1, false, 4, &[], 8), (vec![2, 2, 2, 2], vec![1]));
+        assert_eq!(slots(4, true, 4, &[], 8), (vec![8, 8, 8, 8], vec![4]));
+    }
+
+    #[test]
+    fn a_down_osd_gets_no_new_slot_and_the_rest_share_evenly() {
+        assert_eq!(slots(1, false, 4, &[2], 9), (vec![3, 3, 0, 3], vec![1]));
+        assert_eq!(slots(2, false, 5, &[2], 8), (vec![4, 4, 0, 4, 4], vec![2]));
+        // Over all OSDs: every OSD that answers, one slot fewer.
+        assert_eq!(slots(4, true, 4, &[1], 6), (vec![6, 0, 6, 6], vec![3]));
+        assert_eq!(slots(4, true, 4, &[0, 2], 2), (vec![0, 2, 0, 2], vec![2]));
+    }
+
+    #[test]
+    fn a_stripe_wider_than_what_answers_is_placed_as_if_all_were_up() {
+        assert_eq!(slots(4, false, 4, &[1], 4), (vec![4, 4, 4, 4], vec![4]));
+        assert_eq!(slots(3, false, 4, &[0, 2], 4), (vec![3, 3, 3, 3], vec![3]));
+        assert_eq!(slots(2, true, 2, &[0, 1], 2), (vec![2, 2], vec![2]), "none answers");
+        // Indexes outside the map are ignored.
+        assert_eq!(slots(1, false, 2, &[7], 4), (vec![2, 2], vec![1]));
     }
 }

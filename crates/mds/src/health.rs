@@ -1,0 +1,255 @@
+//! Which OSDs this server can reach, so that new files are not placed on one that is down
+//! (as a Lustre MDS stops allocating on an OST it lost): a file created there could be
+//! neither written nor read until the OSD returns, although the other OSDs had room.
+//!
+//! - Every object operation this server makes is watched ([`Watched`]): an OSD that answered,
+//!   even with a refusal, is up; one that could not be reached (refused connection, no answer
+//!   within the session's liveness interval) is down.
+//! - The clients' I/O goes straight to the OSDs, so this server may not hear of a failure by
+//!   itself: a thread ([`Prober`]) asks every OSD it has not heard from lately for its usage
+//!   (one GET ATTRIBUTES of the root), which also notices a down OSD coming back.
+//! - Creates read the set ([`OsdHealth::down`]); the placement rule is in
+//!   `store/files.rs` ([`crate::store::files::place`]).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tessera_initiator::osd_client::OsdError;
+use tessera_mds_proto::{ObjectRef, OsdUsage};
+
+use crate::objects::{DataObjects, ObjectData, ObjectsError};
+
+/// How often OSDs not heard from meanwhile are probed.
+pub const PROBE_EVERY: Duration = Duration::from_secs(2);
+
+struct OsdState {
+    down: AtomicBool,
+    /// When an operation on the OSD last ended, in ms since the health record began.
+    heard_ms: AtomicU64,
+}
+
+/// Up or down, per OSD of the cluster map, as last heard.
+pub struct OsdHealth {
+    osds: Vec<OsdState>,
+    down_count: AtomicUsize,
+    began: Instant,
+}
+
+impl OsdHealth {
+    /// Every OSD starts up: a create before the first probe places as before.
+    pub fn new(osd_count: u32) -> OsdHealth {
+        let osds = (0..osd_count).map(|_| OsdState { down: AtomicBool::new(false), heard_ms: AtomicU64::new(0) }).collect();
+        OsdHealth { osds, down_count: AtomicUsize::new(0), began: Instant::now() }
+    }
+
+    /// Records that an operation on `osd` reached it (`true`) or could not (`false`).
+    pub fn heard(&self, osd: u32, reached: bool) {
+        let Some(state) = self.osds.get(osd as usize) else { return };
+        state.heard_ms.store(self.now_ms(), Ordering::Relaxed);
+        let was_down = state.down.swap(!reached, Ordering::AcqRel);
+        match (was_down, reached) {
+            (false, false) => {
+                self.down_count.fetch_add(1, Ordering::AcqRel);
+                tracing::warn!(osd, "OSD unreachable: new files are placed on the other OSDs until it answers again");
+            }
+            (true, true) => {
+                self.down_count.fetch_sub(1, Ordering::AcqRel);
+                tracing::info!(osd, "OSD answers again: new files may be placed on it");
+            }
+            _ => {}
+        }
+    }
+
+    pub fn is_down(&self, osd: u32) -> bool {
+        self.osds.get(osd as usize).is_some_and(|s| s.down.load(Ordering::Acquire))
+    }
+
+    /// The OSDs last found unreachable, in index order (empty, without allocating, when none).
+    pub fn down(&self) -> Vec<u32> {
+        if self.down_count.load(Ordering::Acquire) == 0 {
+            return Vec::new();
+        }
+        (0..self.osds.len() as u32).filter(|&osd| self.is_down(osd)).collect()
+    }
+
+    /// Milliseconds since the record began, plus one: 0 stays "never heard from".
+    fn now_ms(&self) -> u64 {
+        self.began.elapsed().as_millis() as u64 + 1
+    }
+
+    /// OSDs not heard from within `quiet`.
+    fn unheard_for(&self, quiet: Duration) -> Vec<u32> {
+        let now = self.now_ms();
+        let quiet = quiet.as_millis() as u64;
+        (0..self.osds.len() as u32)
+            .filter(|&osd| {
+                let heard = self.osds[osd as usize].heard_ms.load(Ordering::Relaxed);
+                heard == 0 || now.saturating_sub(heard) >= quiet
+            })
+            .collect()
+    }
+}
+
+/// Whether an operation's outcome shows the OSD reachable. `None`: it says nothing of it (an
+/// index outside the cluster map).
+fn reached<T>(outcome: &Result<T, ObjectsError>) -> Option<bool> {
+    match outcome {
+        Ok(_) => Some(true),
+        Err(ObjectsError::UnknownOsd(_)) => None,
+        Err(ObjectsError::Unavailable { .. }) => Some(false),
+        Err(ObjectsError::Osd(e)) => match **e {
+            // Not reached, or no usable session (a login it refused counts as down too).
+            OsdError::Transport(_) => Some(false),
+            // Refused, or answered with something it should not have: either way it answered.
+            OsdError::Sense { .. } | OsdError::Status { .. } | OsdError::Reply { .. } | OsdError::Missing { .. } | OsdError::Integrity { .. } => Some(true),
+            // Failed here before anything was sent.
+            OsdError::Build(_) | OsdError::Sign(_) | OsdError::Keys(_) => None,
+        },
+    }
+}
+
+/// [`DataObjects`] that records every operation's outcome in an [`OsdHealth`].
+pub struct Watched {
+    inner: Arc<dyn DataObjects>,
+    health: Arc<OsdHealth>,
+}
+
+impl Watched {
+    pub fn new(inner: Arc<dyn DataObjects>, health: Arc<OsdHealth>) -> Watched {
+        Watched { inner, health }
+    }
+
+    fn note<T>(&self, osd: u32, outcome: Result<T, ObjectsError>) -> Result<T, ObjectsError> {
+        if let Some(reached) = reached(&outcome) {
+            self.health.heard(osd, reached);
+        }
+        outcome
+    }
+}
+
+impl DataObjects for Watched {
+    fn create(&self, objects: &[ObjectRef]) -> Result<(), ObjectsError> {
+        let outcome = self.inner.create(objects);
+        // Which of several OSDs failed is not known: only a list on one OSD says anything.
+        match objects.first() {
+            Some(first) if objects.iter().all(|o| o.osd == first.osd) => self.note(first.osd, outcome),
+            _ => outcome,
+        }
+    }
+
+    fn create_range(&self, osd: u32, first: u64, count: u16, policy_tag: u32) -> Result<(), ObjectsError> {
+        let outcome = self.inner.create_range(osd, first, count, policy_tag);
+        self.note(osd, outcome)
+    }
+
+    fn set_policy_tag(&self, object: ObjectRef, tag: u32) -> Result<(), ObjectsError> {
+        let outcome = self.inner.set_policy_tag(object, tag);
+        self.note(object.osd, outcome)
+    }
+
+    fn usage(&self, osd: u32) -> Result<OsdUsage, ObjectsError> {
+        let outcome = self.inner.usage(osd);
+        self.note(osd, outcome)
+    }
+
+    fn remove(&self, object: ObjectRef) -> Result<(), ObjectsError> {
+        let outcome = self.inner.remove(object);
+        self.note(object.osd, outcome)
+    }
+
+    fn logical_len(&self, object: ObjectRef) -> Result<u64, ObjectsError> {
+        let outcome = self.inner.logical_len(object);
+        self.note(object.osd, outcome)
+    }
+
+    fn data_state(&self, object: ObjectRef) -> Result<ObjectData, ObjectsError> {
+        let outcome = self.inner.data_state(object);
+        self.note(object.osd, outcome)
+    }
+
+    fn set_logical_len(&self, object: ObjectRef, len: u64) -> Result<(), ObjectsError> {
+        let outcome = self.inner.set_logical_len(object, len);
+        self.note(object.osd, outcome)
+    }
+
+    fn list(&self, osd: u32) -> Result<Vec<u64>, ObjectsError> {
+        let outcome = self.inner.list(osd);
+        self.note(osd, outcome)
+    }
+}
+
+/// The thread that probes every OSD not heard from within [`PROBE_EVERY`]; stopped and joined
+/// on drop.
+pub struct Prober {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Prober {
+    /// `objects` must be the [`Watched`] operations that report to `health`.
+    pub fn start(objects: Arc<dyn DataObjects>, health: Arc<OsdHealth>) -> std::io::Result<Prober> {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new().name("mds-osd-health".into()).spawn(move || loop {
+            for osd in health.unheard_for(PROBE_EVERY) {
+                // The outcome lands in `health` through `Watched`; a usage error is only news.
+                let _ = objects.usage(osd);
+                if *flag.0.lock().unwrap_or_else(|p| p.into_inner()) {
+                    return;
+                }
+            }
+            let (lock, cv) = &*flag;
+            let stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
+            let (stopped, _) = cv.wait_timeout_while(stopped, PROBE_EVERY, |s| !*s).unwrap_or_else(|p| p.into_inner());
+            if *stopped {
+                return;
+            }
+        })?;
+        Ok(Prober { stop, thread: Some(thread) })
+    }
+}
+
+impl Drop for Prober {
+    fn drop(&mut self) {
+        let (lock, cv) = &*self.stop;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        cv.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transitions_are_counted_once_and_listed_in_order() {
+        let h = OsdHealth::new(4);
+        assert!(h.down().is_empty());
+        h.heard(2, false);
+        h.heard(2, false);
+        h.heard(0, false);
+        assert_eq!(h.down(), vec![0, 2]);
+        h.heard(2, true);
+        h.heard(2, true);
+        assert_eq!(h.down(), vec![0]);
+        h.heard(0, true);
+        assert!(h.down().is_empty());
+        // An index outside the map is ignored.
+        h.heard(9, false);
+        assert!(h.down().is_empty() && !h.is_down(9));
+    }
+
+    #[test]
+    fn unheard_osds_are_the_ones_to_probe() {
+        let h = OsdHealth::new(3);
+        assert_eq!(h.unheard_for(Duration::from_secs(60)), vec![0, 1, 2], "never heard from");
+        h.heard(1, true);
+        assert_eq!(h.unheard_for(Duration::from_secs(60)), vec![0, 2]);
+        assert_eq!(h.unheard_for(Duration::ZERO), vec![0, 1, 2]);
+    }
+}
