@@ -159,3 +159,51 @@ fn ls_lh_shows_human_sizes_and_ls_d_the_directory_itself() {
     let ld = c.ok(&["ls", "-ld", "/d"]);
     assert!(ld.starts_with("drwx") && ld.trim_end().ends_with("/d") && !ld.contains("inside"), "{ld}");
 }
+
+#[test]
+fn ls_hides_dot_names_unless_asked_and_chmod_takes_symbolic_modes() {
+    let c = UpCluster::start();
+    let work = tempfile::tempdir().unwrap();
+    let local = work.path().join("f");
+    std::fs::write(&local, b"data").unwrap();
+    c.ok(&["mkdir", "/d"]);
+    c.ok(&["put", local.to_str().unwrap(), "/d/.hidden"]);
+    c.ok(&["put", local.to_str().unwrap(), "/d/shown"]);
+    assert_eq!(c.ok(&["ls", "/d"]), "shown\n");
+    assert_eq!(c.ok(&["ls", "-A", "/d"]), ".hidden\nshown\n");
+    assert_eq!(c.ok(&["ls", "-a", "/d"]), ".\n..\n.hidden\nshown\n");
+    let la = c.ok(&["ls", "-la", "/d"]);
+    let line = |name: &str| la.lines().find(|l| l.ends_with(&format!(" {name}"))).unwrap_or_else(|| panic!("{name} in {la}")).to_string();
+    assert!(line(".").starts_with("drwx") && line("..").starts_with("drwx"), "{la}");
+    assert_eq!(c.ok(&["ls", "/d/.hidden"]), "/d/.hidden\n", "a hidden file named on its own is listed");
+
+    let mode = |path: &str| {
+        let stat = c.ok(&["stat", path]);
+        stat.lines().find_map(|l| l.trim().strip_prefix("mode: ")).map(|m| m[..4].to_string()).unwrap_or_else(|| panic!("{stat}"))
+    };
+    c.ok(&["chmod", "644", "/d/shown"]);
+    c.ok(&["chmod", "u+x,g=u", "/d/shown"]);
+    assert_eq!(mode("/d/shown"), "0774");
+    c.ok(&["chmod", "a-x,o=", "/d/shown"]);
+    assert_eq!(mode("/d/shown"), "0660");
+    // No class named: the umask's bits are left alone (the command inherits this process's).
+    // SAFETY: umask(2) cannot fail; the value is put back at once.
+    let umask = unsafe {
+        let old = libc::umask(0o022);
+        libc::umask(old);
+        old as u32
+    };
+    c.ok(&["chmod", "-w", "/d/shown"]);
+    let expected = format!("{:04o}", 0o660 & !(0o222 & !umask));
+    assert_eq!(mode("/d/shown"), expected, "a mode that starts with `-` is a mode, not an option (umask {umask:03o})");
+    c.ok(&["chmod", "a-w", "/d/shown"]);
+    assert_eq!(mode("/d/shown"), "0440");
+    c.ok(&["chmod", "a+X", "/d"]);
+    c.ok(&["chmod", "go-rx", "/d"]);
+    assert_eq!(mode("/d"), "0700");
+    c.ok(&["chmod", "a+X", "/d"]);
+    assert_eq!(mode("/d"), "0711", "X is search on a directory");
+    let (_, err) = c.fails(&["chmod", "u+y", "/d/shown"]);
+    assert!(err.contains("`u+y` is not a mode") && err.contains("e.g. u+x,go-w"), "{err}");
+    assert_eq!(mode("/d/shown"), "0440", "a refused mode changes nothing");
+}

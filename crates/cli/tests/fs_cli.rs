@@ -343,7 +343,7 @@ fn mv_across_metadata_servers_copies_and_removes() {
     c.ok(&["get", &moved, back.to_str().unwrap()]);
     assert_eq!(std::fs::read(&back).unwrap(), data);
     assert!(c.fails(&["stat", &src]).contains("no such file"));
-    assert_eq!(stdout(&c.ok(&["ls", &there])), "f\n", "no temporary left beside it");
+    assert_eq!(stdout(&c.ok(&["ls", "-A", &there])), "f\n", "no temporary left beside it");
     // Several paths, as ls(1): files first, then each directory under its name.
     let both = stdout(&c.ok(&["ls", &moved, &there, &here]));
     assert_eq!(both, format!("{moved}\n\n{there}:\nf\n\n{here}:\n"));
@@ -392,7 +392,7 @@ fn refused_commands_change_nothing_and_put_replaces_whole() {
     let back = work.path().join("back");
     c.ok(&["get", "/striped", back.to_str().unwrap()]);
     assert_eq!(std::fs::read(&back).unwrap(), pattern(3, 300_000));
-    assert_eq!(stdout(&c.ok(&["ls", "/"])), "dir\nf\nstriped\n", "no temporary left behind");
+    assert_eq!(stdout(&c.ok(&["ls", "-A", "/"])), "dir\nf\nstriped\n", "no temporary left behind");
 
     // A parent and child homed on different servers: the move would have to copy.
     c.ok(&["mkdir", "-p", "/p/./q/../q/r"]);

@@ -279,8 +279,15 @@ impl Client {
 
     /// Sets the permission bits.
     pub fn chmod(&self, path: &str, mode: u32) -> Result<Attr, ClientError> {
+        self.chmod_with(path, |_| mode)
+    }
+
+    /// chmod to the bits `mode` computes from the current attributes (a symbolic mode such as
+    /// `u+x`). The size is not needed, so this works on a file whose OSD is down. Not atomic:
+    /// a change between the lookup and the set is overwritten, as with chmod(1).
+    pub fn chmod_with(&self, path: &str, mode: impl FnOnce(&Attr) -> u32) -> Result<Attr, ClientError> {
         let attr = self.inner.resolve("chmod", path)?;
-        let changes = SetAttrs { mode: Some(mode & 0o7777), ..SetAttrs::default() };
+        let changes = SetAttrs { mode: Some(mode(&attr) & 0o7777), ..SetAttrs::default() };
         self.inner.attr_of(attr.ino, "chmod", path, Request::SetAttr { ino: attr.ino, changes })
     }
 

@@ -5,6 +5,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use tessera_client::{Attr, Client, FileType, FsError, InodeId};
 
+use super::mode::{process_umask, ModeSpec};
 use super::{each_path, ClusterArg};
 use crate::units::human_size;
 
@@ -25,6 +26,13 @@ pub struct LsArgs {
     /// List directories themselves, not their contents.
     #[arg(short = 'd', long = "directory")]
     directory: bool,
+    /// Show entries whose names begin with `.` (hidden otherwise, as ls(1) does), and `.` and
+    /// `..` too.
+    #[arg(short = 'a', long = "all")]
+    all: bool,
+    /// Show entries whose names begin with `.`, without `.` and `..`.
+    #[arg(short = 'A', long = "almost-all")]
+    almost_all: bool,
     /// Print help.
     #[arg(long, action = clap::ArgAction::Help)]
     help: Option<bool>,
@@ -70,25 +78,24 @@ pub struct RmArgs {
 
 #[derive(Args)]
 pub struct ChmodArgs {
-    /// Permission bits in octal, e.g. 644 or 0444. Under capability security a change on a
-    /// file revokes every capability issued for it: open handles get fresh ones that follow the
-    /// new bits (no write bit: writes are refused).
-    #[arg(value_parser = parse_mode)]
-    mode: u32,
+    /// The new permission bits as chmod(1) takes them: octal (644, 0444, 4755) or symbolic
+    /// clauses joined by commas (u+x, go-w, a=rX, g=u; no class before the operator: all
+    /// classes but the umask's bits). Under capability security a change on a file revokes
+    /// every capability issued for it: open handles get fresh ones that follow the new bits
+    /// (no write bit: writes are refused).
+    #[arg(value_parser = ModeSpec::parse, allow_hyphen_values = true)]
+    mode: ModeSpec,
     #[arg(required = true)]
     paths: Vec<String>,
     #[command(flatten)]
     cluster: ClusterArg,
 }
 
-fn parse_mode(text: &str) -> Result<u32, String> {
-    u32::from_str_radix(text, 8).ok().filter(|m| *m <= 0o7777).ok_or_else(|| format!("`{text}` is not an octal mode (0 to 7777, e.g. 644)"))
-}
-
 pub fn chmod(args: ChmodArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
+    let umask = process_umask();
     each_path("chmod", &args.paths, |path| {
-        client.chmod(path, args.mode)?;
+        client.chmod_with(path, |attr| args.mode.apply(attr.mode, attr.file_type == FileType::Directory, umask))?;
         Ok(())
     })
 }
@@ -130,13 +137,13 @@ pub fn ls(args: LsArgs) -> Result<()> {
     let had_files = !files.is_empty();
     print(files);
     for (i, dir) in dirs.into_iter().enumerate() {
-        match client.readdir(dir) {
+        match listing(&client, dir, &args) {
             Ok(entries) => {
                 if headed {
                     let gap = if i > 0 || had_files { "\n" } else { "" };
                     println!("{gap}{dir}:");
                 }
-                print(entries.into_iter().map(|e| (e.name, e.attr)).collect());
+                print(entries);
             }
             Err(e) => {
                 eprintln!("tessera: ls: {e}");
@@ -148,6 +155,24 @@ pub fn ls(args: LsArgs) -> Result<()> {
         bail!("{failed} of {} paths could not be listed", args.paths.len());
     }
     Ok(())
+}
+
+/// A directory's entries as `ls` shows them: names beginning with `.` only with `-a` or `-A`,
+/// and with `-a` the directory itself as `.` and its parent as `..` first.
+fn listing(client: &Client, dir: &str, args: &LsArgs) -> Result<Vec<(String, Attr)>, tessera_client::ClientError> {
+    let entries = client.readdir(dir)?;
+    let mut out = Vec::with_capacity(entries.len() + 2);
+    if args.all {
+        let parent = match dir.trim_end_matches('/').rsplit_once('/') {
+            Some((parent, _)) if !parent.is_empty() => parent,
+            _ => "/",
+        };
+        out.push((".".to_string(), client.stat(dir)?));
+        out.push(("..".to_string(), client.stat(parent)?));
+    }
+    let hidden_too = args.all || args.almost_all;
+    out.extend(entries.into_iter().filter(|e| hidden_too || !e.name.starts_with('.')).map(|e| (e.name, e.attr)));
+    Ok(out)
 }
 
 pub fn stat(args: StatArgs) -> Result<()> {
