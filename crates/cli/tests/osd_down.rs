@@ -37,8 +37,17 @@ fn with_an_osd_down_the_namespace_still_works_and_sizes_are_unknown() {
     assert_eq!(by_name("on0").size, 12, "a file on the OSD that answers keeps its size");
     let err = client.stat("/d/striped").unwrap_err();
     assert_eq!(err.fs_error(), Some(FsError::Io), "stat needs the size: {err}");
+    assert_eq!(err.errno(), 5);
+    let message = err.to_string();
+    let portal = |i: usize| cluster.config().osds[i].addr.clone();
+    assert!(
+        message.contains("size is unknown") && message.contains(&format!("OSD 0 at {}, OSD 1 at {}", portal(0), portal(1))) && message.contains("tessera status"),
+        "the message names where the file's data is: {message}"
+    );
     assert!(client.getstripe("/d/striped").is_ok(), "the layout needs no OSD");
 
+    let (ok, _, err) = tessera(&cluster, &["stat", "/d/striped", "/d/on0"]);
+    assert!(!ok && err.contains("/d/striped") && err.contains(&format!("OSD 1 at {}", portal(1))), "{err}");
     let (ok, out, err) = tessera(&cluster, &["ls", "-l", "/d"]);
     assert!(ok, "ls -l: {err}");
     let line = out.lines().find(|l| l.ends_with(" striped")).unwrap_or_else(|| panic!("{out}"));

@@ -94,11 +94,18 @@ impl Inner {
     /// `attr` as a stat answers it: a file whose size the metadata server could not learn (an
     /// OSD holding it did not answer) is EIO, as a local file system answers for a file on a
     /// failed disk. Walks, listings, chmod and unlink do without the size.
-    pub fn sized(op: &'static str, path: &str, attr: Attr) -> Result<Attr, ClientError> {
-        match attr.size_known() {
-            true => Ok(attr),
-            false => Err(ClientError::Fs { op, path: path.to_string(), source: FsError::Io }),
+    pub fn sized(&self, op: &'static str, path: &str, attr: Attr) -> Result<Attr, ClientError> {
+        if attr.size_known() {
+            return Ok(attr);
         }
+        // The layout needs no OSD: it names where the file's data is, for the message.
+        let mut osds: Vec<(u32, String)> = match self.layout(attr.ino, op, path) {
+            Ok((layout, _)) => layout.objects.iter().map(|o| (o.osd, self.pool.osd_addr(o.osd).unwrap_or("?").to_string())).collect(),
+            Err(_) => Vec::new(),
+        };
+        osds.sort();
+        osds.dedup();
+        Err(ClientError::SizeUnknown { op, path: path.to_string(), osds })
     }
 
     /// The directory that holds `path`'s final name, and that name.
@@ -159,7 +166,7 @@ impl Client {
     /// Attributes of `path` (symlinks not followed); a file's size comes from its objects
     /// (EIO when one of its OSDs does not answer).
     pub fn stat(&self, path: &str) -> Result<Attr, ClientError> {
-        Inner::sized("stat", path, self.inner.resolve("stat", path)?)
+        self.inner.sized("stat", path, self.inner.resolve("stat", path)?)
     }
 
     pub fn mkdir(&self, path: &str, mode: u32) -> Result<Attr, ClientError> {

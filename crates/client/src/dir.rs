@@ -64,7 +64,7 @@ impl Dir {
         let name = self.checked("stat", name)?;
         let request = Request::Lookup { parent: self.ino, name: name.to_string() };
         let label = self.label(name);
-        Inner::sized("stat", &label, self.inner.attr_of(self.ino, "stat", &label, request)?)
+        self.inner.sized("stat", &label, self.inner.attr_of(self.ino, "stat", &label, request)?)
     }
 
     /// unlinkat: removes a non-directory entry.

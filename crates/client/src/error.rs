@@ -30,6 +30,11 @@ pub enum ClientError {
         #[source]
         source: FsError,
     },
+    /// A file's size needs the length of each of its data objects, and an OSD holding one did
+    /// not answer the metadata server (the errno is EIO). `osds`: the file's OSDs, by index and
+    /// portal (empty when its layout could not be read either).
+    #[error("{op} {path}: input/output error: the size is unknown because an OSD holding the file's data did not answer the metadata server{}; `tessera status` shows which daemon is down", on_osds(osds))]
+    SizeUnknown { op: &'static str, path: String, osds: Vec<(u32, String)> },
     /// A metadata server could not be reached or spoke nonsense.
     #[error("metadata server {server} ({addr}): {source}")]
     Mds {
@@ -92,6 +97,7 @@ impl ClientError {
         const EFBIG: i32 = 27;
         match self {
             ClientError::Fs { source, .. } => source.errno(),
+            ClientError::SizeUnknown { .. } => EIO,
             ClientError::Extents { .. }
             | ClientError::Descriptor { .. }
             | ClientError::BufferLength { .. }
@@ -107,9 +113,19 @@ impl ClientError {
     pub fn fs_error(&self) -> Option<FsError> {
         match self {
             ClientError::Fs { source, .. } => Some(*source),
+            ClientError::SizeUnknown { .. } => Some(FsError::Io),
             _ => None,
         }
     }
+}
+
+/// ` (its data is on OSD 0 at HOST:PORT, OSD 2 at ...)`, or nothing.
+fn on_osds(osds: &[(u32, String)]) -> String {
+    if osds.is_empty() {
+        return String::new();
+    }
+    let named: Vec<String> = osds.iter().map(|(i, addr)| format!("OSD {i} at {addr}")).collect();
+    format!(" (its data is on {})", named.join(", "))
 }
 
 /// The errno of an OSD refusal: the two space refusals keep their meaning, everything else

@@ -198,7 +198,7 @@ impl File {
     /// Attributes from the metadata server (its size also comes from the objects).
     pub fn stat(&self) -> Result<Attr, ClientError> {
         let attr = self.inner.attr_of(self.ino, "stat", &self.path, Request::GetAttr { ino: self.ino })?;
-        Inner::sized("stat", &self.path, attr)
+        self.inner.sized("stat", &self.path, attr)
     }
 
     /// Sets the size: the MDS sets each object's logical length, so bytes past the new size

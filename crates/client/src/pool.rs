@@ -168,6 +168,11 @@ impl OsdPool {
         Ok(Lease { conn, osd_index, slot: index })
     }
 
+    /// OSD `osd_index`'s portal, as the cluster configuration gives it.
+    pub fn osd_addr(&self, osd_index: u32) -> Option<&str> {
+        self.osds.get(osd_index as usize).map(|o| o.entry.addr.as_str())
+    }
+
     /// Turns a failed command into a [`ClientError::Osd`]; a transport failure also retires
     /// the session so the next caller logs in afresh.
     pub fn fail(&self, lease: &Lease, object_id: u64, source: OsdError) -> ClientError {
