@@ -94,7 +94,7 @@ pub struct DownArgs {
 #[derive(Args)]
 pub struct StatusArgs {
     /// A cluster file (default: TESSERA_CLUSTER, or DIR/cluster.toml with --dir).
-    #[arg(long, env = "TESSERA_CLUSTER")]
+    #[arg(long, env = "TESSERA_CLUSTER", value_parser = crate::fs::cluster_path)]
     cluster: Option<PathBuf>,
     /// The directory given to `tessera up` (also shows pids and logs).
     #[arg(long)]
@@ -259,7 +259,7 @@ fn stop(r: &DaemonRecord) -> std::result::Result<(), String> {
 }
 
 pub fn status(args: StatusArgs) -> Result<()> {
-    let file = match (&args.cluster, &args.dir) {
+    let file = match (crate::fs::given(&args.cluster), &args.dir) {
         (_, Some(dir)) => dir.join(CLUSTER_FILE),
         (Some(file), None) => file.clone(),
         (None, None) => bail!("which cluster? give --cluster FILE, --dir DIR, or set TESSERA_CLUSTER"),

@@ -256,6 +256,12 @@ fn client_commands_explain_a_missing_cluster() {
     assert!(err.contains("TESSERA_CLUSTER"), "{err}");
     let out = run(&["ls", "/", "--cluster", "/nonexistent/cluster.toml"], None);
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/cluster.toml"));
+    // `export TESSERA_CLUSTER=` leaves it empty: that is no cluster given, said as such.
+    for args in [&["ls", "/"][..], &["status"][..]] {
+        let out = run(args, Some(std::path::Path::new("")));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains("which cluster?") && !err.contains("a value is required"), "{args:?}: {err}");
+    }
 }
 
 #[test]

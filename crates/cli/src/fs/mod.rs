@@ -20,16 +20,24 @@ use tessera_client::{Client, ClusterConfig};
 #[derive(Args, Clone, Debug)]
 pub struct ClusterArg {
     /// The cluster file (`tessera up` prints it); default: $TESSERA_CLUSTER.
-    #[arg(long, env = "TESSERA_CLUSTER", global = true)]
+    #[arg(long, env = "TESSERA_CLUSTER", global = true, value_parser = cluster_path)]
     pub cluster: Option<PathBuf>,
+}
+
+/// A cluster file's path as given, empty included: an empty `TESSERA_CLUSTER` (as `export
+/// TESSERA_CLUSTER=` leaves it) means none was given, not a missing value.
+pub fn cluster_path(text: &str) -> Result<PathBuf, std::convert::Infallible> {
+    Ok(PathBuf::from(text))
+}
+
+/// The cluster file given, if any (an empty one is none).
+pub fn given(path: &Option<PathBuf>) -> Option<&PathBuf> {
+    path.as_ref().filter(|p| !p.as_os_str().is_empty())
 }
 
 impl ClusterArg {
     pub fn load(&self) -> Result<ClusterConfig> {
-        let path = self
-            .cluster
-            .as_ref()
-            .context("which cluster? give --cluster FILE or set TESSERA_CLUSTER (`tessera up` prints it)")?;
+        let path = given(&self.cluster).context("which cluster? give --cluster FILE or set TESSERA_CLUSTER (`tessera up` prints it)")?;
         Ok(ClusterConfig::load(path)?)
     }
 
