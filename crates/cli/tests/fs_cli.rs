@@ -300,6 +300,19 @@ fn get_pieces_reads_an_extent_list_in_list_order() {
     }
     assert_eq!(std::fs::read(&out).unwrap(), expected);
 
+    // `--pieces -`: the list on standard input, the pieces on standard output.
+    let mut child = std::process::Command::new(common::tessera_exe())
+        .args(["get", "--pieces", "-", "/src", "-"])
+        .env("TESSERA_CLUSTER", c.cluster_file())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &std::fs::read(&list).unwrap()).unwrap();
+    let piped = child.wait_with_output().unwrap();
+    assert!(piped.status.success());
+    assert_eq!(piped.stdout, expected, "the same pieces from a list on standard input");
+
     std::fs::write(&list, "0 10\n5 zero\n").unwrap();
     let err = c.fails(&["get", "--pieces", list.to_str().unwrap(), "/src", out.to_str().unwrap()]);
     assert!(err.contains("line 2"), "the error names the line: {err}");

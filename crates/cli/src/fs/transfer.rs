@@ -42,6 +42,7 @@ pub struct GetArgs {
     /// Read only these pieces: a file of `OFFSET LENGTH` lines (decimal, 0x hex, K/M/G
     /// suffixes, # comments), written out concatenated in list order. Each OSD gets one
     /// non-contiguous command for all its pieces. Past the end of file reads as zeros.
+    /// `-` reads the list from standard input.
     #[arg(long, value_name = "FILE")]
     pieces: Option<PathBuf>,
     #[command(flatten)]
@@ -281,7 +282,13 @@ const PIECES_BYTES_MAX: u64 = 4 << 30;
 
 /// The extents listed in `list`, checked against what `get --pieces` can hold.
 fn load_pieces(list: &Path) -> Result<Vec<tessera_client::Extent>> {
-    let text = std::fs::read_to_string(list).with_context(|| format!("reading the piece list {}", list.display()))?;
+    let text = if list == Path::new("-") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text).context("reading the piece list from standard input")?;
+        text
+    } else {
+        std::fs::read_to_string(list).with_context(|| format!("reading the piece list {}", list.display()))?
+    };
     let extents = extent_list::parse(&text).with_context(|| format!("piece list {}", list.display()))?;
     let total: u64 = extents.iter().map(|e| e.len).sum();
     if total > PIECES_BYTES_MAX {
