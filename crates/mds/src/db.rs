@@ -5,7 +5,7 @@
 //! | table | row | why |
 //! |---|---|---|
 //! | `meta` | (key, value) | this server's index, the next inode sequence |
-//! | `inodes` | every inode homed here: type, mode, uid, gid, times (ns), parent (dirs), symlink target, stripe unit (files) | stat without joins |
+//! | `inodes` | every inode homed here: type, mode, uid, gid, times (ns), parent (dirs), symlink target, stripe unit (files), subdirectory count (dirs, kept by triggers on `dentries`) | stat without joins |
 //! | `dentries` | (dir, name) -> (ino, type) for directories homed here | a directory's entries live on its server |
 //! | `file_objects` | (ino, slot) -> (osd, object id, policy tag) | the file's ordered object list; the tag each object holds (capabilities carry it) |
 //! | `dir_stripe` | dir -> default stripe unit / count / start OSD | inherited by new files |
@@ -23,8 +23,10 @@ use rusqlite::Connection;
 /// refused. Version 1 lacked `precreated` and is upgraded in place (the table starts empty).
 /// Version 2 lacked the policy tag columns; they are added in place with tag 0 (objects created
 /// before then hold no tag, and capabilities for them carry 0, "not checked"). Version 3
-/// lacked `pending_retag`; version 4 lacked `pending_length`; both start empty.
-pub const SCHEMA_VERSION: i64 = 5;
+/// lacked `pending_retag`; version 4 lacked `pending_length`; both start empty. Version 5
+/// lacked `inodes.subdirs` and the triggers that keep it; the column is added and counted in
+/// place.
+pub const SCHEMA_VERSION: i64 = 6;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -39,7 +41,8 @@ CREATE TABLE IF NOT EXISTS inodes (
     ctime_ns INTEGER NOT NULL,
     parent INTEGER NOT NULL,
     symlink TEXT,
-    stripe_unit INTEGER
+    stripe_unit INTEGER,
+    subdirs INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS dentries (
     dir INTEGER NOT NULL,
@@ -95,10 +98,27 @@ CREATE TABLE IF NOT EXISTS precreated (
 ";
 
 /// Columns later versions added to tables an older store already has.
-const ADDED_COLUMNS: [(&str, &str, &str); 2] = [
+const ADDED_COLUMNS: [(&str, &str, &str); 3] = [
     ("file_objects", "policy_tag", "INTEGER NOT NULL DEFAULT 0"),
     ("precreated", "policy_tag", "INTEGER NOT NULL DEFAULT 0"),
+    ("inodes", "subdirs", "INTEGER NOT NULL DEFAULT 0"),
 ];
+
+/// A directory's link count is 2 plus its subdirectories (`InodeRow::attr`). Every change of a
+/// directory entry keeps the count, whichever step makes it (mkdir, rmdir, rename, the halves
+/// of a cross-server mkdir or rmdir): a directory's entries live on its own server, so its row
+/// is always here. Regular files' entries (kind 1) do not fire them.
+const SUBDIR_TRIGGERS: &str = "
+CREATE TRIGGER IF NOT EXISTS subdir_added AFTER INSERT ON dentries WHEN NEW.kind = 2
+BEGIN UPDATE inodes SET subdirs = subdirs + 1 WHERE ino = NEW.dir; END;
+CREATE TRIGGER IF NOT EXISTS subdir_removed AFTER DELETE ON dentries WHEN OLD.kind = 2
+BEGIN UPDATE inodes SET subdirs = subdirs - 1 WHERE ino = OLD.dir; END;
+";
+
+/// Counts every directory's subdirectories afresh (a store from before `subdirs`).
+const COUNT_SUBDIRS: &str = "
+UPDATE inodes SET subdirs = (SELECT COUNT(*) FROM dentries d WHERE d.dir = inodes.ino AND d.kind = 2) WHERE kind = 2;
+";
 
 fn add_missing_columns(conn: &Connection) -> Result<(), DbError> {
     for (table, column, decl) in ADDED_COLUMNS {
@@ -109,6 +129,9 @@ fn add_missing_columns(conn: &Connection) -> Result<(), DbError> {
         )?;
         if !present {
             conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))?;
+            if column == "subdirs" {
+                conn.execute_batch(COUNT_SUBDIRS)?;
+            }
         }
     }
     Ok(())
@@ -180,6 +203,7 @@ pub fn open(path: &Path, server_index: u32) -> Result<Connection, DbError> {
     }
     conn.execute_batch(SCHEMA)?;
     add_missing_columns(&conn)?;
+    conn.execute_batch(SUBDIR_TRIGGERS)?;
     conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('server_index', ?1)", [server_index as i64])?;
     let found: i64 = conn.query_row("SELECT value FROM meta WHERE key = 'server_index'", [], |r| r.get(0))?;

@@ -75,6 +75,8 @@ pub struct InodeRow {
     pub ctime: Timespec,
     pub parent: InodeId,
     pub symlink: Option<String>,
+    /// Directories: how many entries are directories (kept by triggers in the schema).
+    pub subdirs: u32,
 }
 
 impl InodeRow {
@@ -91,7 +93,9 @@ impl InodeRow {
             mode: self.mode,
             uid: self.uid,
             gid: self.gid,
-            nlink: if self.kind == FileType::Directory { 2 } else { 1 },
+            // As POSIX file systems count them: a directory's entry in its parent, its own `.`,
+            // and each subdirectory's `..` (find(1) relies on this).
+            nlink: if self.kind == FileType::Directory { 2u32.saturating_add(self.subdirs) } else { 1 },
             size,
             atime: self.atime,
             mtime: self.mtime,
@@ -132,11 +136,12 @@ fn row_to_inode(r: &rusqlite::Row) -> rusqlite::Result<InodeRow> {
         ctime: Timespec::from_nanos(r.get(7)?),
         parent: InodeId(r.get::<_, i64>(8)? as u64),
         symlink: r.get(9)?,
+        subdirs: r.get::<_, i64>(10)?.clamp(0, u32::MAX as i64) as u32,
     })
 }
 
 pub(crate) fn load_inode(tx: &Connection, ino: InodeId) -> Result<InodeRow, FsError> {
-    tx.prepare_cached("SELECT ino, kind, mode, uid, gid, atime_ns, mtime_ns, ctime_ns, parent, symlink FROM inodes WHERE ino = ?1")
+    tx.prepare_cached("SELECT ino, kind, mode, uid, gid, atime_ns, mtime_ns, ctime_ns, parent, symlink, subdirs FROM inodes WHERE ino = ?1")
         .and_then(|mut s| s.query_row([ino.0 as i64], row_to_inode).optional())
         .map_err(io)?
         .ok_or(FsError::Stale)
@@ -178,6 +183,7 @@ fn new_row(ino: InodeId, kind: FileType, new: &NewInode, parent: InodeId, now: T
         ctime: now,
         parent,
         symlink: None,
+        subdirs: 0,
     }
 }
 

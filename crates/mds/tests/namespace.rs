@@ -330,3 +330,52 @@ fn a_truncate_cut_short_by_an_osd_completes_from_its_journal() {
     objects.fail_set_len.store(u32::MAX, SeqCst);
     assert_eq!(m.resume_journal(), Ok(0));
 }
+
+/// Goal: a directory's link count is 2 plus its subdirectories, as POSIX file systems count
+/// them (find(1) uses it to skip leaf directories), through mkdir, rmdir, rename and restart,
+/// and a store from before the count gets it on opening.
+#[test]
+fn directory_link_counts_follow_their_subdirectories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (osds, _devices) = real_osds(tmp.path(), 2);
+    let osds = Arc::new(osds);
+    let nlink = |m: &tessera_mds::Mds, ino: InodeId| attr(m.handle(Request::GetAttr { ino })).nlink;
+    let (a, b) = {
+        let m = open_single(tmp.path(), osds.clone(), 2);
+        let a = attr(mkdir(&m, InodeId::ROOT, "a")).ino;
+        let b = attr(mkdir(&m, a, "b")).ino;
+        attr(mkdir(&m, a, "c"));
+        attr(create(&m, a, "f"));
+        assert_eq!(nlink(&m, a), 4, "two subdirectories; a file does not count");
+        assert_eq!(nlink(&m, b), 2);
+        assert_eq!(nlink(&m, InodeId::ROOT), 3);
+        m.handle(Request::Rmdir { parent: a, name: "c".into() }).unwrap();
+        assert_eq!(nlink(&m, a), 3);
+        m.handle(Request::Rename { src_parent: a, src_name: "b".into(), dst_parent: InodeId::ROOT, dst_name: "b".into() }).unwrap();
+        assert_eq!((nlink(&m, a), nlink(&m, InodeId::ROOT)), (2, 4), "a rename moves the count");
+        // Replacing an empty directory by a rename: the replaced one is no longer counted.
+        attr(mkdir(&m, a, "x"));
+        attr(mkdir(&m, InodeId::ROOT, "y"));
+        m.handle(Request::Rename { src_parent: InodeId::ROOT, src_name: "y".into(), dst_parent: a, dst_name: "x".into() }).unwrap();
+        assert_eq!((nlink(&m, a), nlink(&m, InodeId::ROOT)), (3, 4));
+        let listed = match m.handle(Request::ReadDir { dir: InodeId::ROOT, after: None, max_entries: 100 }).unwrap() {
+            Reply::DirPage { entries, .. } => entries,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(listed.iter().find(|e| e.name == "a").unwrap().attr.nlink, 3, "readdir's attributes agree");
+        (a, b)
+    };
+    let m = open_single(tmp.path(), osds.clone(), 2);
+    assert_eq!((nlink(&m, a), nlink(&m, b), nlink(&m, InodeId::ROOT)), (3, 2, 4), "kept across a restart");
+    drop(m);
+
+    // A store written before the count: the column and its triggers gone, version 5.
+    {
+        let conn = rusqlite::Connection::open(tmp.path().join("mds.db")).unwrap();
+        conn.execute_batch("DROP TRIGGER subdir_added; DROP TRIGGER subdir_removed; ALTER TABLE inodes DROP COLUMN subdirs; PRAGMA user_version = 5;").unwrap();
+    }
+    let m = open_single(tmp.path(), osds, 2);
+    assert_eq!((nlink(&m, a), nlink(&m, b), nlink(&m, InodeId::ROOT)), (3, 2, 4), "counted when an older store is opened");
+    attr(mkdir(&m, b, "deeper"));
+    assert_eq!(nlink(&m, b), 3, "and kept from then on");
+}

@@ -55,6 +55,8 @@ fn one_namespace_over_two_servers() {
     assert_eq!((near.ino.server(), far.ino.server()), (0, 1));
     assert_eq!(far.parent, root);
     assert_eq!(c.call(0, Request::Mkdir { parent: root, name: remote_name.clone(), new: DIR }), Err(FsError::Exists));
+    // The root (server 0) counts both subdirectories, the one homed on server 1 too.
+    assert_eq!(c.attr(0, Request::GetAttr { ino: root }).nlink, 4);
 
     // A file in the remote directory lives on server 1, with its objects.
     let f = c.attr(1, Request::Create { parent: far.ino, name: "f".into(), new: DIR, stripe: None });
@@ -85,6 +87,7 @@ fn one_namespace_over_two_servers() {
     assert_eq!(c.call(0, Request::Rmdir { parent: root, name: "moved".into() }), Err(FsError::NotEmpty));
     c.call(1, Request::Unlink { parent: far.ino, name: "f".into() }).unwrap();
     c.call(0, Request::Rmdir { parent: root, name: "moved".into() }).unwrap();
+    assert_eq!(c.attr(0, Request::GetAttr { ino: root }).nlink, 3, "a cross-server rmdir is counted");
     assert_eq!(c.call(1, Request::GetAttr { ino: far.ino }), Err(FsError::Stale));
     assert_eq!(c.call(0, Request::Lookup { parent: root, name: "moved".into() }), Err(FsError::NotFound));
 
