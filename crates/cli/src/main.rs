@@ -4,7 +4,7 @@
 //! `tessera_cli` library; this file only parses arguments.
 
 use clap::{Args, Parser, Subcommand};
-use tessera_cli::fs::{mv, namespace, objects, stripe, transfer};
+use tessera_cli::fs::{mv, namespace, objects, repair, stripe, transfer};
 use tessera_cli::{bench, cmd_cluster, cmd_mds, cmd_osd, demo};
 
 #[derive(Parser)]
@@ -73,6 +73,8 @@ enum Command {
     Attr(objects::AttrArgs),
     /// Capacity and use of every OSD, and the namespace's inode counts.
     Df(objects::DfArgs),
+    /// Find objects on the OSDs that no file accounts for (orphans); --remove removes them.
+    Repair(repair::RepairArgs),
     /// Start a target in a temporary directory, exercise it, and run a short benchmark.
     Demo(demo::DemoArgs),
     /// Reproduce the seed papers' experiments; every bench also measures its baseline.
@@ -125,6 +127,7 @@ fn main() {
         Command::Getstripe(args) => stripe::getstripe(args),
         Command::Attr(args) => objects::attr(args),
         Command::Df(args) => objects::df(args),
+        Command::Repair(args) => repair::repair(args),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args.which, args.common),
     };

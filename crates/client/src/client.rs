@@ -30,6 +30,16 @@ pub enum Stripe {
     File(FileLayout),
 }
 
+/// What one metadata server's repair found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RepairReport {
+    pub server: u32,
+    /// The orphans (at most `limits::ORPHANS_LISTED_MAX` of them).
+    pub orphans: Vec<tessera_mds_proto::ObjectRef>,
+    /// How many there were in all.
+    pub found: u64,
+}
+
 pub(crate) struct Inner {
     pub mds: MdsRouter,
     pub pool: OsdPool,
@@ -360,6 +370,20 @@ impl Client {
             }
         }
         Ok(total)
+    }
+
+    /// Asks every metadata server for the objects in its id range on the OSDs that no file,
+    /// precreated range or removal journal accounts for (orphans, e.g. after a store was
+    /// restored from an old backup); with `remove`, each server also removes them. One report
+    /// per server, in server order.
+    pub fn repair(&self, remove: bool) -> Result<Vec<RepairReport>, ClientError> {
+        (0..self.inner.mds.server_count())
+            .map(|server| match self.inner.mds.call(server, "/", Request::Repair { remove })? {
+                Ok(Reply::Repair { orphans, found }) => Ok(RepairReport { server, orphans, found }),
+                Ok(other) => Err(self.inner.unexpected(InodeId::new(server, 1), "repair", &other)),
+                Err(source) => Err(ClientError::Fs { op: "repair", path: "/".into(), source }),
+            })
+            .collect()
     }
 
     /// Capacity and use of every OSD, in cluster-map order. Metadata server 0 reads them (under

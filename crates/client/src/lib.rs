@@ -84,7 +84,7 @@ pub mod patterns;
 pub mod pool;
 pub mod striped_io;
 
-pub use client::{Client, Stripe};
+pub use client::{Client, RepairReport, Stripe};
 pub use command_plan::Mode;
 pub use config::{ClusterConfig, ConfigError, MdsEntry, OsdEntry};
 pub use dir::Dir;

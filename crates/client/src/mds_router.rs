@@ -110,5 +110,6 @@ pub fn reply_name(reply: &Reply) -> &'static str {
         Reply::StatFs(_) => "StatFs",
         Reply::ClusterMap(_) => "ClusterMap",
         Reply::OsdUsage(_) => "OsdUsage",
+        Reply::Repair { .. } => "Repair",
     }
 }

@@ -25,6 +25,9 @@ pub const SERVERS_MAX: u32 = 64;
 /// Longest network address ("host:port" or an iSCSI portal) in a cluster map.
 pub const ADDR_LEN_MAX: usize = 256;
 
+/// Orphans one REPAIR reply lists (it also gives how many were found in all).
+pub const ORPHANS_LISTED_MAX: u32 = 4096;
+
 /// Encoded size of an [`crate::Attr`] (see `types.rs`), used for the page bound below.
 pub const ATTR_WIRE_LEN: usize = 8 + 1 + 4 * 4 + 8 + 3 * 12 + 8;
 
@@ -35,3 +38,5 @@ const _: () = assert!((OSDS_MAX as usize + SERVERS_MAX as usize) * (2 + ADDR_LEN
 // A file layout naming every OSD fits in a frame.
 const _: () = assert!((STRIPE_COUNT_MAX as usize) * 12 + 64 < FRAME_LEN_MAX);
 const _: () = assert!(SERVERS_MAX <= 64);
+// A REPAIR reply listing the most orphans fits in a frame.
+const _: () = assert!((ORPHANS_LISTED_MAX as usize) * 12 + 64 < FRAME_LEN_MAX);

@@ -5,8 +5,8 @@
 
 use crate::error::{DecodeError, FsError};
 use crate::grant::{decode_grant, decode_usage, encode_grant, encode_usage, Grant, OsdUsage};
-use crate::limits::{READDIR_ENTRIES_MAX, SYMLINK_LEN_MAX};
-use crate::types::{Attr, ClusterMap, DirEntry, FileLayout, StatFs, StripeHint};
+use crate::limits::{ORPHANS_LISTED_MAX, READDIR_ENTRIES_MAX, SYMLINK_LEN_MAX};
+use crate::types::{Attr, ClusterMap, DirEntry, FileLayout, ObjectRef, StatFs, StripeHint};
 use crate::wire::{Reader, Writer};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,6 +29,9 @@ pub enum Reply {
     ClusterMap(ClusterMap),
     /// OsdUsage: one entry per OSD of the cluster map.
     OsdUsage(Vec<OsdUsage>),
+    /// Repair: the orphans found (the first [`ORPHANS_LISTED_MAX`] of them) and how many there
+    /// were in all.
+    Repair { orphans: Vec<ObjectRef>, found: u64 },
 }
 
 mod tag {
@@ -42,6 +45,7 @@ mod tag {
     pub const STAT_FS: u8 = 7;
     pub const CLUSTER_MAP: u8 = 8;
     pub const OSD_USAGE: u8 = 9;
+    pub const REPAIR: u8 = 10;
 }
 
 const STATUS_OK: u8 = 0;
@@ -124,6 +128,15 @@ impl Reply {
                 w.u8(tag::OSD_USAGE);
                 encode_usage(u, w);
             }
+            Reply::Repair { orphans, found } => {
+                w.u8(tag::REPAIR);
+                w.count(orphans.len(), ORPHANS_LISTED_MAX);
+                for o in orphans {
+                    w.u32(o.osd);
+                    w.u64(o.object_id);
+                }
+                w.u64(*found);
+            }
         }
     }
 
@@ -156,6 +169,20 @@ impl Reply {
             tag::STAT_FS => Reply::StatFs(StatFs::decode(r)?),
             tag::CLUSTER_MAP => Reply::ClusterMap(ClusterMap::decode(r)?),
             tag::OSD_USAGE => Reply::OsdUsage(decode_usage(r)?),
+            tag::REPAIR => {
+                let n = r.count("orphans", ORPHANS_LISTED_MAX, 12)?;
+                let mut orphans = Vec::with_capacity(n);
+                for _ in 0..n {
+                    orphans.push(ObjectRef { osd: r.u32()?, object_id: r.u64()? });
+                }
+                let at = r.position();
+                let found = r.u64()?;
+                if found < n as u64 {
+                    // More listed than found: the counts contradict each other.
+                    return Err(DecodeError::Invalid { what: "orphan count", at });
+                }
+                Reply::Repair { orphans, found }
+            }
             t => return Err(DecodeError::UnknownTag { what: "reply tag", value: t as u32, at }),
         })
     }

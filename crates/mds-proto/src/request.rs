@@ -57,6 +57,10 @@ pub enum Request {
     /// Capacity and use of every OSD (the MDS reads the root information pages, which a
     /// client may not read itself under capability security).
     OsdUsage,
+    /// Lists every OSD's data partition and reports the objects in this server's id range
+    /// that no file, precreated range or removal journal accounts for (orphans); with
+    /// `remove`, journals them for removal too.
+    Repair { remove: bool },
     /// MDS -> MDS: make a directory inode here whose entry the sender (the parent's server)
     /// will hold, with the parent's default striping copied in; answers its attributes.
     PeerCreateDir { parent: InodeId, new: NewInode, stripe: Option<StripeHint> },
@@ -83,6 +87,7 @@ mod op {
     pub const STAT_FS: u8 = 16;
     pub const CLUSTER_MAP: u8 = 17;
     pub const OSD_USAGE: u8 = 18;
+    pub const REPAIR: u8 = 19;
     pub const PEER_CREATE_DIR: u8 = 32;
     pub const PEER_REMOVE_DIR: u8 = 33;
 }
@@ -114,6 +119,7 @@ impl Request {
                 | Request::StatFs
                 | Request::ClusterMap
                 | Request::OsdUsage
+                | Request::Repair { remove: false }
         )
     }
 
@@ -190,6 +196,10 @@ impl Request {
             R::StatFs => w.u8(op::STAT_FS),
             R::ClusterMap => w.u8(op::CLUSTER_MAP),
             R::OsdUsage => w.u8(op::OSD_USAGE),
+            R::Repair { remove } => {
+                w.u8(op::REPAIR);
+                w.bool(*remove);
+            }
             R::PeerCreateDir { parent, new, stripe } => {
                 w.u8(op::PEER_CREATE_DIR);
                 w.u64(parent.0);
@@ -249,6 +259,7 @@ impl Request {
             op::STAT_FS => R::StatFs,
             op::CLUSTER_MAP => R::ClusterMap,
             op::OSD_USAGE => R::OsdUsage,
+            op::REPAIR => R::Repair { remove: r.bool()? },
             op::PEER_CREATE_DIR => R::PeerCreateDir { parent: ino(r)?, new: NewInode::decode(r)?, stripe: r.option(StripeHint::decode)? },
             _ => return Err(DecodeError::UnknownTag { what: "request opcode", value: code as u32, at: 0 }),
         })

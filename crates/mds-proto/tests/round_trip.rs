@@ -87,6 +87,7 @@ fn request() -> impl Strategy<Value = Request> {
         Just(Request::StatFs),
         Just(Request::ClusterMap),
         Just(Request::OsdUsage),
+        any::<bool>().prop_map(|remove| Request::Repair { remove }),
         (ino(), new_inode(), prop::option::of(hint())).prop_map(|(parent, new, stripe)| Request::PeerCreateDir { parent, new, stripe }),
         ino().prop_map(|ino| Request::PeerRemoveDir { ino }),
     ]
@@ -104,6 +105,10 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
         prop::collection::vec(any::<(u64, u64)>(), 0..8)
             .prop_map(|v| Reply::OsdUsage(v.into_iter().map(|(total_bytes, used_bytes)| OsdUsage { total_bytes, used_bytes }).collect())),
         prop::option::of(hint()).prop_map(Reply::DirStripe),
+        (prop::collection::vec(any::<(u32, u64)>(), 0..20), 0u64..1000).prop_map(|(v, extra)| Reply::Repair {
+            found: v.len() as u64 + extra,
+            orphans: v.into_iter().map(|(osd, object_id)| ObjectRef { osd, object_id }).collect(),
+        }),
         any::<[u64; 4]>().prop_map(|v| Reply::StatFs(StatFs { files: v[0], directories: v[1], symlinks: v[2], pending_removals: v[3] })),
         (prop::collection::vec("[a-z0-9.:]{1,30}", 0..5), prop::collection::vec(("[a-z0-9.:]{1,30}", any::<u64>()), 0..5)).prop_map(
             |(servers, osds)| Reply::ClusterMap(ClusterMap {

@@ -192,6 +192,27 @@ impl Mds {
         journal::orphans(&self.ns, self.objects.as_ref(), self.osd_count())
     }
 
+    /// `Request::Repair`: the orphans [`Mds::repair`] finds; with `remove`, they are journaled
+    /// and the journal drained, so those whose OSD answers are gone when this returns and the
+    /// rest go when it does. An object an unlink removed while the OSDs were being listed can
+    /// show up here too: it is gone already, and removing it again is harmless.
+    fn repair_request(&self, remove: bool) -> Result<Reply, FsError> {
+        let orphans = self.repair()?;
+        if !orphans.is_empty() {
+            tracing::warn!(found = orphans.len(), remove, "repair found objects that no file, precreated range or removal accounts for");
+        }
+        if remove && !orphans.is_empty() {
+            self.ns.write(|s| s.journal_orphans(&orphans))?;
+            let left = journal::resume(&self.ns, self.objects.as_ref())?;
+            if left > 0 {
+                tracing::warn!(left, "objects await removal until their OSDs answer");
+            }
+        }
+        let found = orphans.len() as u64;
+        let orphans = orphans.into_iter().take(tessera_mds_proto::limits::ORPHANS_LISTED_MAX as usize).collect();
+        Ok(Reply::Repair { orphans, found })
+    }
+
     /// Precreated objects ready per OSD, as last known.
     pub fn pool_levels(&self) -> Vec<u64> {
         self.pools.levels()
@@ -373,6 +394,7 @@ impl Mds {
             R::StatFs => self.ns.read(|s| s.stat_fs()).map(Reply::StatFs),
             R::ClusterMap => Ok(Reply::ClusterMap(self.config.cluster.clone())),
             R::OsdUsage => self.osd_usage().map(Reply::OsdUsage),
+            R::Repair { remove } => self.repair_request(remove),
             R::PeerCreateDir { parent, new, stripe } => {
                 self.ns.write(|s| s.create_dir_inode(parent, &new, stripe, now())).map(|r| Reply::Attr(r.attr(0)))
             }

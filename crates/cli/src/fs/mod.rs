@@ -6,6 +6,7 @@ pub mod mode;
 pub mod mv;
 pub mod namespace;
 pub mod objects;
+pub mod repair;
 pub mod sparse;
 pub mod stripe;
 pub mod transfer;

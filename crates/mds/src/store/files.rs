@@ -398,6 +398,11 @@ impl Store {
         Ok(())
     }
 
+    /// Journals for removal objects that nothing accounted for (what repair found).
+    pub fn journal_orphans(&mut self, objects: &[ObjectRef]) -> Result<(), FsError> {
+        journal_add(&self.conn, objects)
+    }
+
     /// Everything that accounts for an object this server allocated, for repair.
     pub fn accounting(&self) -> Result<Accounting, FsError> {
         let refs = |sql: &str| -> Result<HashSet<ObjectRef>, FsError> {
