@@ -308,6 +308,14 @@ impl Client {
         self.inner.attr_of(attr.ino, "chmod", path, Request::SetAttr { ino: attr.ino, changes })
     }
 
+    /// Sets the owner and group (`None` leaves one as it is), as chown(2). The metadata server
+    /// trusts the client's word on ids (docs/metadata.md); capabilities follow the mode only.
+    pub fn chown(&self, path: &str, uid: Option<u32>, gid: Option<u32>) -> Result<Attr, ClientError> {
+        let attr = self.inner.resolve("chown", path)?;
+        let changes = SetAttrs { uid, gid, ..SetAttrs::default() };
+        self.inner.attr_of(attr.ino, "chown", path, Request::SetAttr { ino: attr.ino, changes })
+    }
+
     /// Sets the access and modification times (`None` leaves one as it is), as utimes(2).
     pub fn set_times(&self, path: &str, atime: Option<Timespec>, mtime: Option<Timespec>) -> Result<Attr, ClientError> {
         if [atime, mtime].iter().flatten().any(|t| t.nanos >= 1_000_000_000) {

@@ -62,6 +62,13 @@ fn namespace_over_two_servers() {
     assert_eq!(c.readlink("/link").unwrap(), "/some/where");
     assert_eq!(c.stat("/link").unwrap().file_type, FileType::Symlink);
     assert_eq!(c.chmod(&format!("{dir}/renamed"), 0o600).unwrap().mode, 0o600);
+    // chown: each id alone, then both; the mode stays.
+    let owned = c.chown(&format!("{dir}/renamed"), Some(1234), None).unwrap();
+    let stat = c.stat(&format!("{dir}/renamed")).unwrap();
+    assert_eq!((owned.uid, stat.uid, stat.gid, stat.mode), (1234, 1234, owned.gid, 0o600));
+    let both = c.chown(&format!("{dir}/renamed"), None, Some(99)).unwrap();
+    assert_eq!((both.uid, both.gid), (1234, 99));
+    assert_eq!(fs_err(c.chown("/no/such", Some(1), None)), FsError::NotFound);
 
     // Striping on a directory is inherited; on a new path it creates the file.
     let h = StripeHint { stripe_unit: 8192, stripe_count: 1, start_osd: Some(1) };
