@@ -300,6 +300,40 @@ mod tests {
         });
     }
 
+    /// Goal: pruning by time, eviction at capacity and the floor behave as the plain rules say.
+    /// Method: random offers and a clock that moves on, against a model that keeps every nonce
+    /// in one ordered set and applies the rules directly.
+    #[test]
+    fn agrees_with_a_model_when_pruning_and_evicting() {
+        use proptest::prelude::*;
+        proptest!(|(steps in proptest::collection::vec((0u64..3, 0u64..60, 0u64..4), 1..300), capacity in 1usize..12)| {
+            let window = NonceWindow { past_ms: 20, future_ms: 10, capacity };
+            let mut l = ReplayList::new(window, START);
+            let mut seen = BTreeSet::new();
+            let mut floor = START - 1;
+            let mut now = START;
+            for (advance, back, u) in steps {
+                now += advance;
+                let t = (now + 10).saturating_sub(back);
+                let oldest = now - 20;
+                let expected = if t < oldest || t > now + 10 || t <= floor {
+                    false
+                } else {
+                    while seen.first().is_some_and(|(time, _): &(u64, u64)| *time < oldest) {
+                        floor = floor.max(seen.pop_first().unwrap().0);
+                    }
+                    let new = seen.insert((t, u));
+                    if new && seen.len() > capacity {
+                        floor = floor.max(seen.pop_first().unwrap().0);
+                    }
+                    new
+                };
+                prop_assert_eq!(l.accept(&Nonce::new(t, u), now).is_ok(), expected, "t {} u {} now {}", t, u, now);
+                prop_assert_eq!(l.len(), seen.len());
+            }
+        });
+    }
+
     #[test]
     fn sources_do_not_repeat() {
         let s = NonceSource::new(u64::MAX - 1);
