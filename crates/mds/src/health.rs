@@ -12,14 +12,14 @@
 //!   `store/files.rs` ([`crate::store::files::place`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tessera_initiator::osd_client::OsdError;
 use tessera_mds_proto::{ObjectRef, OsdUsage};
 
 use crate::objects::{DataObjects, ObjectData, ObjectsError};
+use crate::periodic::Periodic;
 
 /// How often OSDs not heard from meanwhile are probed.
 pub const PROBE_EVERY: Duration = Duration::from_secs(2);
@@ -183,42 +183,22 @@ impl DataObjects for Watched {
 /// The thread that probes every OSD not heard from within [`PROBE_EVERY`]; stopped and joined
 /// on drop.
 pub struct Prober {
-    stop: Arc<(Mutex<bool>, Condvar)>,
-    thread: Option<JoinHandle<()>>,
+    _thread: Periodic,
 }
 
 impl Prober {
     /// `objects` must be the [`Watched`] operations that report to `health`.
     pub fn start(objects: Arc<dyn DataObjects>, health: Arc<OsdHealth>) -> std::io::Result<Prober> {
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let flag = stop.clone();
-        let thread = std::thread::Builder::new().name("mds-osd-health".into()).spawn(move || loop {
+        let thread = Periodic::start("mds-osd-health", PROBE_EVERY, move |stop| {
             for osd in health.unheard_for(PROBE_EVERY) {
                 // The outcome lands in `health` through `Watched`; a usage error is only news.
                 let _ = objects.usage(osd);
-                if *flag.0.lock().unwrap_or_else(|p| p.into_inner()) {
+                if stop.requested() {
                     return;
                 }
             }
-            let (lock, cv) = &*flag;
-            let stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
-            let (stopped, _) = cv.wait_timeout_while(stopped, PROBE_EVERY, |s| !*s).unwrap_or_else(|p| p.into_inner());
-            if *stopped {
-                return;
-            }
         })?;
-        Ok(Prober { stop, thread: Some(thread) })
-    }
-}
-
-impl Drop for Prober {
-    fn drop(&mut self) {
-        let (lock, cv) = &*self.stop;
-        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
-        cv.notify_all();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        Ok(Prober { _thread: thread })
     }
 }
 

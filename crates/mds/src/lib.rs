@@ -15,7 +15,8 @@
 //!   layout comes with.
 //! - [`journal`]: the pending-removal journal that keeps create and unlink from leaking objects.
 //! - [`revocation`]: the retag journal that finishes a `chmod`'s revocation on an OSD that
-//!   was unreachable when it ran.
+//!   was unreachable when it ran; [`periodic`]: the background threads that retry it and
+//!   probe the OSDs.
 //! - [`server`]: [`Mds`], one server: request dispatch, routing checks, OSD steps, peer calls.
 //! - [`peer`]: the connection to a peer server (the shared `MdsConnection`, also for tests and tools).
 //! - [`tcp`]: the TCP front, one event loop that reads every connection and runs creates,
@@ -33,6 +34,7 @@ pub mod journal;
 pub mod namespace;
 pub mod objects;
 pub mod peer;
+pub mod periodic;
 pub mod pools;
 pub mod revocation;
 pub mod security;

@@ -8,8 +8,7 @@
 //! it, so the file's data there is unreachable rather than reachable under the old rights.
 //! Removing a file drops its rows (its objects are going away).
 
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tessera_mds_proto::{FsError, ObjectRef};
@@ -17,6 +16,7 @@ use tessera_mds_proto::{FsError, ObjectRef};
 use crate::journal;
 use crate::namespace::Namespace;
 use crate::objects::DataObjects;
+use crate::periodic::Periodic;
 
 /// How often journaled revocations are retried while any remain.
 pub const RETRY_EVERY: Duration = Duration::from_secs(2);
@@ -44,22 +44,12 @@ pub fn resume(ns: &Namespace, objects: &dyn DataObjects) -> Result<usize, FsErro
 /// completes and a removed file's space comes back once its OSD is reachable again, without a
 /// restart of this server; stopped and joined on drop.
 pub struct Retrier {
-    stop: Arc<(Mutex<bool>, Condvar)>,
-    thread: Option<JoinHandle<()>>,
+    _thread: Periodic,
 }
 
 impl Retrier {
     pub fn start(ns: Arc<Namespace>, objects: Arc<dyn DataObjects>) -> std::io::Result<Retrier> {
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let flag = stop.clone();
-        let thread = std::thread::Builder::new().name("mds-journals".into()).spawn(move || loop {
-            let (lock, cv) = &*flag;
-            let stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
-            let (stopped, _) = cv.wait_timeout_while(stopped, RETRY_EVERY, |s| !*s).unwrap_or_else(|p| p.into_inner());
-            if *stopped {
-                return;
-            }
-            drop(stopped);
+        let thread = Periodic::start("mds-journals", RETRY_EVERY, move |_| {
             match resume(&ns, objects.as_ref()) {
                 Ok(0) => {}
                 Ok(left) => tracing::debug!(left, "revocations still owed"),
@@ -76,17 +66,6 @@ impl Retrier {
                 Err(e) => tracing::warn!(%e, "truncate journal not read"),
             }
         })?;
-        Ok(Retrier { stop, thread: Some(thread) })
-    }
-}
-
-impl Drop for Retrier {
-    fn drop(&mut self) {
-        let (lock, cv) = &*self.stop;
-        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
-        cv.notify_all();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        Ok(Retrier { _thread: thread })
     }
 }
