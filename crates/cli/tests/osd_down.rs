@@ -59,7 +59,13 @@ fn with_an_osd_down_the_namespace_still_works_and_sizes_are_unknown() {
 
     // chmod commits (its revocation waits for OSD 1 in the journal), and unlink removes the
     // name now and the objects once the OSD returns.
-    let _ = client.chmod("/d/striped", 0o600);
+    let err = client.chmod("/d/striped", 0o600).expect_err("the revocation cannot reach OSD 1");
+    assert_eq!(err.errno(), 5);
+    let message = err.to_string();
+    assert!(
+        message.contains("the mode is changed") && message.contains(&format!("OSD 1 at {}", portal(1))) && message.contains("retries"),
+        "the message says the chmod is recorded and what is pending: {message}"
+    );
     assert_eq!(client.readdir("/d").unwrap().iter().find(|e| e.name == "striped").unwrap().attr.mode & 0o777, 0o600);
     client.unlink("/d/striped").expect("unlink with an OSD down");
     assert_eq!(client.readdir("/d").unwrap().len(), 1);

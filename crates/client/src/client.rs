@@ -108,14 +108,19 @@ impl Inner {
         if attr.size_known() {
             return Ok(attr);
         }
-        // The layout needs no OSD: it names where the file's data is, for the message.
-        let mut osds: Vec<(u32, String)> = match self.layout(attr.ino, op, path) {
+        Err(ClientError::SizeUnknown { op, path: path.to_string(), osds: self.osds_of(attr.ino, op, path) })
+    }
+
+    /// The distinct OSDs (index, portal) holding a file's data, from its layout, which needs no
+    /// OSD; empty when the layout cannot be read either. For messages.
+    pub fn osds_of(&self, ino: InodeId, op: &'static str, path: &str) -> Vec<(u32, String)> {
+        let mut osds: Vec<(u32, String)> = match self.layout(ino, op, path) {
             Ok((layout, _)) => layout.objects.iter().map(|o| (o.osd, self.pool.osd_addr(o.osd).unwrap_or("?").to_string())).collect(),
             Err(_) => Vec::new(),
         };
         osds.sort();
         osds.dedup();
-        Err(ClientError::SizeUnknown { op, path: path.to_string(), osds })
+        osds
     }
 
     /// The directory that holds `path`'s final name, and that name.
@@ -302,10 +307,26 @@ impl Client {
     /// chmod to the bits `mode` computes from the current attributes (a symbolic mode such as
     /// `u+x`). The size is not needed, so this works on a file whose OSD is down. Not atomic:
     /// a change between the lookup and the set is overwritten, as with chmod(1).
+    ///
+    /// On a regular file under capability security, EIO can mean that the mode was recorded but
+    /// an OSD could not be told to revoke the old capabilities; that case is
+    /// [`ClientError::RevocationPending`], which names the file's OSDs.
     pub fn chmod_with(&self, path: &str, mode: impl FnOnce(&Attr) -> u32) -> Result<Attr, ClientError> {
         let attr = self.inner.resolve("chmod", path)?;
-        let changes = SetAttrs { mode: Some(mode(&attr) & 0o7777), ..SetAttrs::default() };
-        self.inner.attr_of(attr.ino, "chmod", path, Request::SetAttr { ino: attr.ino, changes })
+        let wanted = mode(&attr) & 0o7777;
+        let changes = SetAttrs { mode: Some(wanted), ..SetAttrs::default() };
+        let set = self.inner.attr_of(attr.ino, "chmod", path, Request::SetAttr { ino: attr.ino, changes });
+        match set {
+            Err(e) if e.fs_error() == Some(FsError::Io) && attr.file_type == FileType::Regular => {
+                match self.inner.resolve("chmod", path) {
+                    Ok(now) if now.ino == attr.ino && now.mode & 0o7777 == wanted => {
+                        Err(ClientError::RevocationPending { op: "chmod", path: path.to_string(), osds: self.inner.osds_of(attr.ino, "chmod", path) })
+                    }
+                    _ => Err(e),
+                }
+            }
+            other => other,
+        }
     }
 
     /// Sets the owner and group (`None` leaves one as it is), as chown(2). The metadata server

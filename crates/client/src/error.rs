@@ -35,6 +35,12 @@ pub enum ClientError {
     /// portal (empty when its layout could not be read either).
     #[error("{op} {path}: input/output error: the size is unknown because an OSD holding the file's data did not answer the metadata server{}; `tessera status` shows which daemon is down", on_osds(osds))]
     SizeUnknown { op: &'static str, path: String, osds: Vec<(u32, String)> },
+    /// A chmod of a file was recorded, but revoking the capabilities issued before it could
+    /// not reach every OSD holding the file's data (the errno is EIO). Until those OSDs answer
+    /// (the metadata server retries in the background), capabilities from before still work
+    /// on them. `osds`: the file's OSDs, by index and portal.
+    #[error("{op} {path}: the mode is changed, but the old capabilities are not yet revoked on every OSD: an OSD holding the file's data did not answer the metadata server{}; it retries until they do", on_osds(osds))]
+    RevocationPending { op: &'static str, path: String, osds: Vec<(u32, String)> },
     /// A metadata server could not be reached or spoke nonsense.
     #[error("metadata server {server} ({addr}): {source}")]
     Mds {
@@ -97,7 +103,7 @@ impl ClientError {
         const EFBIG: i32 = 27;
         match self {
             ClientError::Fs { source, .. } => source.errno(),
-            ClientError::SizeUnknown { .. } => EIO,
+            ClientError::SizeUnknown { .. } | ClientError::RevocationPending { .. } => EIO,
             ClientError::Extents { .. }
             | ClientError::Descriptor { .. }
             | ClientError::BufferLength { .. }
@@ -113,7 +119,7 @@ impl ClientError {
     pub fn fs_error(&self) -> Option<FsError> {
         match self {
             ClientError::Fs { source, .. } => Some(*source),
-            ClientError::SizeUnknown { .. } => Some(FsError::Io),
+            ClientError::SizeUnknown { .. } | ClientError::RevocationPending { .. } => Some(FsError::Io),
             _ => None,
         }
     }
