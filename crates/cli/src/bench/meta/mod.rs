@@ -202,6 +202,14 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
         }
         report.param("ram_dir", ram.display().to_string());
     }
+    // The most this disk allows four clients that each wait for their reply: a group holds at
+    // most their four creates and pays one flush plus the server's own work for the four (its
+    // CPU per create RAM-mounted, where a flush costs next to nothing). The clients' CPU and
+    // the wake-ups only add to a round (docs/benchmarks.md, "Every goal again on a new machine").
+    let number = |key: &str| report.summary.get(key).and_then(|v| v.as_f64());
+    if let (Some(cpu), Some(flush)) = (number("mds_cpu_us_per_create_4_clients_ram_mounted"), number("disk_flush_median_us")) {
+        report.summary("disk_ceiling_creates_per_sec_4_clients", 4.0 / ((flush + 4.0 * cpu) * 1e-6));
+    }
 
     report.print_table(
         "Metadata operations (seed 002 slides: create latency, create throughput, stat against I/O elements)",
