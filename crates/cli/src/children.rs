@@ -3,8 +3,11 @@
 //! process, and a signal ends a process without running destructors: without this, an
 //! interrupted `tessera bench` or `demo` would leave its daemons running. Commands that start
 //! daemons call [`stop_all_on_signals`]; SIGINT, SIGTERM or SIGHUP then stops every daemon still
-//! registered (SIGTERM, SIGKILL after a grace period) before this process exits.
+//! registered (SIGTERM, SIGKILL after a grace period) before this process exits. The scratch
+//! directories they made ([`scratch_dir`]: a bench's temporary OSD stores, which can hold
+//! gigabytes) are removed then too, after the daemons are gone.
 
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::Mutex;
 use std::thread;
@@ -13,6 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
+use tempfile::TempDir;
 
 use crate::daemon::signal;
 
@@ -21,11 +25,13 @@ const GRACE: Duration = Duration::from_secs(5);
 
 struct Live {
     pids: Vec<u32>,
+    /// Scratch directories to remove on an interrupt (one already removed costs nothing).
+    scratch: Vec<PathBuf>,
     /// An interrupt is being handled: no more daemons start, and the signal thread exits.
     stopping: bool,
 }
 
-static LIVE: Mutex<Live> = Mutex::new(Live { pids: Vec::new(), stopping: false });
+static LIVE: Mutex<Live> = Mutex::new(Live { pids: Vec::new(), scratch: Vec::new(), stopping: false });
 
 fn live() -> std::sync::MutexGuard<'static, Live> {
     LIVE.lock().unwrap_or_else(|p| p.into_inner())
@@ -42,6 +48,23 @@ pub fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
     let child = cmd.spawn()?;
     live.pids.push(child.id());
     Ok(child)
+}
+
+/// A temporary directory (under `in_dir`, or the system's) named `prefix` and random letters,
+/// removed when the returned value is dropped, as `tempfile` does, and also when this process
+/// is interrupted, which skips destructors.
+pub fn scratch_dir(prefix: &str, in_dir: Option<&Path>) -> std::io::Result<TempDir> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(prefix);
+    let dir = match in_dir {
+        Some(parent) => builder.tempdir_in(parent)?,
+        None => builder.tempdir()?,
+    };
+    let mut live = live();
+    // Directories removed meanwhile leave the list, so it stays as short as what exists.
+    live.scratch.retain(|d| d.exists());
+    live.scratch.push(dir.path().to_path_buf());
+    Ok(dir)
 }
 
 /// The daemon was stopped, or handed off to outlive this process.
@@ -66,15 +89,18 @@ pub fn stop_all_on_signals() -> Result<()> {
         .name("signals".into())
         .spawn(move || {
             if let Some(sig) = signals.forever().next() {
-                let pids = {
+                let (pids, scratch) = {
                     let mut live = live();
                     live.stopping = true;
-                    live.pids.clone()
+                    (live.pids.clone(), live.scratch.clone())
                 };
                 if !pids.is_empty() {
                     eprintln!("tessera: interrupted; stopping {} daemon(s) this command started", pids.len());
                 }
                 stop(&pids);
+                for dir in scratch {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
                 std::process::exit(128 + sig);
             }
         })

@@ -32,7 +32,7 @@ const FILE_LEN: usize = 32 << 20;
 const STRIPE_UNIT: u64 = 1 << 20;
 
 pub fn run(args: DemoArgs) -> Result<()> {
-    let temp = tempfile::Builder::new().prefix("tessera-demo-").tempdir()?;
+    let temp = crate::children::scratch_dir("tessera-demo-", None)?;
     let root = args.dir.clone().unwrap_or_else(|| temp.path().to_path_buf());
     let exe = std::env::current_exe().context("finding the tessera executable")?;
     let spec = ClusterSpec::new(args.osds);

@@ -172,7 +172,7 @@ pub fn run(args: SecurityArgs, common: &CommonArgs) -> Result<()> {
     }
     let sizes: Vec<usize> = if common.quick { vec![4 * KIB, MIB] } else { vec![4 * KIB, 64 * KIB, MIB, 4 * MIB] };
     let budget = if common.quick { args.bytes_per_point.min(8 * MIB) } else { args.bytes_per_point };
-    let dir = tempfile::Builder::new().prefix("tessera-bench-security-").tempdir()?;
+    let dir = crate::children::scratch_dir("tessera-bench-security-", None)?;
     let (subjects, daemons) = subjects(dir.path())?;
     // CPU per command at each end, which other tenants of the machine do not change the way
     // they change wall-clock time: each method's daemon, and this process while that method's

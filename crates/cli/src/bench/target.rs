@@ -34,7 +34,7 @@ impl BenchTarget {
             };
             return Ok(BenchTarget { addr: addr.clone(), target_name, _daemon: None, _dir: None });
         }
-        let dir = tempfile::Builder::new().prefix("tessera-bench-").tempdir()?;
+        let dir = crate::children::scratch_dir("tessera-bench-", None)?;
         let data = dir.path().join("osd0");
         let daemon = Daemon::spawn(&["osd", "--data", data.to_str().context("temp path")?, "--listen", "127.0.0.1:0"])?;
         Ok(BenchTarget {

@@ -33,7 +33,7 @@ pub struct Site {
 impl Site {
     /// `osds` OSDs and one metadata server on 127.0.0.1.
     pub fn loopback(osds: u32) -> Result<Site> {
-        let dir = tempfile::Builder::new().prefix("tessera-bench-fs-").tempdir()?;
+        let dir = crate::children::scratch_dir("tessera-bench-fs-", None)?;
         let cluster = start_cluster(&dir, osds, Placement::Shared("127.0.0.1".into()))?;
         let raw = (0..osds).map(|_| RawServer::start()).collect::<Result<_>>()?;
         Ok(Site { label: "loopback", rate: None, client_host: None, raw, cluster, _topology: None, _dir: dir })
@@ -47,7 +47,7 @@ impl Site {
         specs.extend((0..osds).map(|i| HostSpec::with_rate(&format!("osd{i}"), rate)));
         let topology = Topology::build(&specs)?;
         let osd_hosts: Vec<Host> = (0..osds).map(|i| topology.host(&format!("osd{i}")).clone()).collect();
-        let dir = tempfile::Builder::new().prefix("tessera-bench-fs-").tempdir()?;
+        let dir = crate::children::scratch_dir("tessera-bench-fs-", None)?;
         let placement = Placement::Hosts { mds: vec![topology.host("mds").clone()], osds: osd_hosts.clone() };
         let cluster = start_cluster(&dir, osds, placement)?;
         let raw = osd_hosts

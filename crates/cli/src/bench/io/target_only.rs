@@ -45,7 +45,7 @@ pub fn run(bytes_per_point: usize, common: &CommonArgs) -> Result<()> {
     let pids: Vec<u32> = target.pid().into_iter().collect();
     // The page-cache baseline: the same transfers as pwrite/pread on a local file beside the
     // OSD's data. A WRITE cannot beat min(network, page cache); this shows which one binds.
-    let local_dir = tempfile::Builder::new().prefix("tessera-bench-file-").tempdir()?;
+    let local_dir = crate::children::scratch_dir("tessera-bench-file-", None)?;
     let local = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(local_dir.path().join("baseline"))?;
 
     let mut report = Report::new("io");

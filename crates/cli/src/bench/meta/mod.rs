@@ -283,7 +283,7 @@ fn bench_dir(given: Option<&Path>) -> Result<(Option<tempfile::TempDir>, PathBuf
             Ok((None, d.to_path_buf()))
         }
         None => {
-            let t = tempfile::Builder::new().prefix("tessera-bench-meta-").tempdir()?;
+            let t = crate::children::scratch_dir("tessera-bench-meta-", None)?;
             let p = t.path().to_path_buf();
             Ok((Some(t), p))
         }

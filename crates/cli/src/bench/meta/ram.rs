@@ -36,7 +36,7 @@ pub fn is_ram_backed(dir: &Path) -> bool {
 /// Creates, then removes, `files` files from each of `clients` clients on a fresh cluster of
 /// `osds` OSDs under `ram_dir`, timing the creates and the server's CPU.
 pub fn creates(exe: &Path, ram_dir: &Path, osds: u32, clients: usize, files: usize, stripe_count: u32) -> Result<RamRun> {
-    let tmp = tempfile::Builder::new().prefix("tessera-bench-meta-ram-").tempdir_in(ram_dir).with_context(|| format!("making a directory in {}", ram_dir.display()))?;
+    let tmp = crate::children::scratch_dir("tessera-bench-meta-ram-", Some(ram_dir)).with_context(|| format!("making a directory in {}", ram_dir.display()))?;
     let spec = ClusterSpec { stripe_unit: STRIPE_UNIT, stripe_count: 1, ..ClusterSpec::new(osds) };
     let cluster = LocalCluster::start_spec(exe, &tmp.path().join("cluster"), &spec)?;
     let config = cluster.config().clone();

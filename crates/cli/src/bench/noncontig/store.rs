@@ -41,7 +41,7 @@ pub struct Outcome {
 pub fn run(quick: bool, report: &mut Report) -> Result<Outcome> {
     let (rounds, budget, count) = if quick { (3, 0.005, 64) } else { (9, 0.03, 256) };
     let gaps: Vec<usize> = if quick { vec![2, 1024, 65536] } else { vec![2, 64, 256, 1024, 4096, 16384, 65536] };
-    let dir = tempfile::Builder::new().prefix("tessera-bench-store-").tempdir()?;
+    let dir = crate::children::scratch_dir("tessera-bench-store-", None)?;
     let store = FileStore::open(&dir.path().join("objects"), 16, tessera_engine::EngineConfig::default().read_gap_max_bytes)?;
     let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(dir.path().join("plain"))?;
     let mut series: Vec<Series> = ["write per piece", "write sieve", "write engine", "read per piece", "read through gaps", "read span+copy", "read engine"]

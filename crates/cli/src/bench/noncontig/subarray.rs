@@ -27,7 +27,7 @@ pub struct Outcome {
 pub fn run(quick: bool, report: &mut Report) -> Result<Outcome> {
     let sizes: Vec<u64> = if quick { vec![256] } else { vec![256, 512, 1024] };
     let (rounds, budget) = if quick { (3, 0.02) } else { (11, 0.1) };
-    let dir = tempfile::Builder::new().prefix("tessera-bench-cluster-").tempdir()?;
+    let dir = crate::children::scratch_dir("tessera-bench-cluster-", None)?;
     let cluster = LocalCluster::start(dir.path(), OSDS)?;
     let client = Client::connect(cluster.config())?;
     let (mut sw, mut sr) = (Vec::new(), Vec::new());
