@@ -40,7 +40,7 @@ pub fn resume(ns: &Namespace, objects: &dyn DataObjects) -> Result<usize, FsErro
 
 /// The background retry of every journal: a thread that runs [`resume`], then drains the
 /// removal journal ([`journal::resume`]) and the truncate journal
-/// ([`crate::truncation::resume`]) every [`RETRY_EVERY`], so a revocation or truncate
+/// ([`crate::truncation::resume`]), once at start and then every [`RETRY_EVERY`], so a revocation or truncate
 /// completes and a removed file's space comes back once its OSD is reachable again, without a
 /// restart of this server; stopped and joined on drop.
 pub struct Retrier {
