@@ -1,7 +1,8 @@
 //! Goal: with one OSD down, what does not need that OSD keeps working. A directory holding a
 //! file on it is still listed (the file's size shown as unknown), the file can be looked up,
-//! chmod-ed, its layout shown and removed, `df` reports the other OSDs and names the one
-//! that does not answer; only what needs the size or the data (stat, read) fails, with EIO.
+//! chmod-ed, its layout shown, renamed and removed (`tessera mv`, `tessera rm`), `df` reports
+//! the other OSDs and names the one that does not answer; only what needs the size or the
+//! data (stat, read) fails, with EIO.
 //! Method: a real cluster (one `tessera mds`, two `tessera osd`, CMDRSP security), OSD 1
 //! stopped; the client library and the `tessera` commands against it.
 
@@ -52,6 +53,9 @@ fn with_an_osd_down_the_namespace_still_works_and_sizes_are_unknown() {
     assert!(ok, "ls -l: {err}");
     let line = out.lines().find(|l| l.ends_with(" striped")).unwrap_or_else(|| panic!("{out}"));
     assert!(line.split_whitespace().nth(4) == Some("?"), "the size column shows `?`: {line}");
+    let (ok, out, err) = tessera(&cluster, &["ls", "-l", "/d/striped"]);
+    assert!(ok, "ls -l of the file itself: {err}");
+    assert!(out.split_whitespace().nth(4) == Some("?") && out.trim_end().ends_with(" /d/striped"), "{out}");
     let (ok, out, err) = tessera(&cluster, &["df"]);
     assert!(!ok, "df fails when an OSD does not answer");
     assert!(out.contains("osd0") && out.lines().any(|l| l.starts_with("osd1") && l.contains("not answering")), "{out}");
@@ -67,7 +71,11 @@ fn with_an_osd_down_the_namespace_still_works_and_sizes_are_unknown() {
         "the message says the chmod is recorded and what is pending: {message}"
     );
     assert_eq!(client.readdir("/d").unwrap().iter().find(|e| e.name == "striped").unwrap().attr.mode & 0o777, 0o600);
-    client.unlink("/d/striped").expect("unlink with an OSD down");
+    // Renamed and removed as users do it, with the commands: neither needs the size.
+    let (ok, _, err) = tessera(&cluster, &["mv", "/d/striped", "/d/moved"]);
+    assert!(ok, "mv with an OSD down: {err}");
+    let (ok, _, err) = tessera(&cluster, &["rm", "/d/moved"]);
+    assert!(ok, "rm with an OSD down: {err}");
     assert_eq!(client.readdir("/d").unwrap().len(), 1);
     cluster.start_osd(1).unwrap();
     cluster.stop().unwrap();

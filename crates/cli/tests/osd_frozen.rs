@@ -76,3 +76,71 @@ fn a_frozen_osd_fails_reads_in_bounded_time_and_serves_again_when_thawed() {
     assert!(again == data, "the bytes read after the thaw are the file's");
     cluster.stop().unwrap();
 }
+
+/// Goal: a frozen OSD is waited on once, not on every request. After the metadata server has
+/// found it silent, a `stat` needing its size answers at once (EIO, size unknown) instead of
+/// each waiting out a login timeout; a client whose login to it timed out fails its next
+/// command to it at once too, saying so; and once the OSD is thawed, both use it again.
+/// Method: as above, with `osd_liveness_secs = 1` in the cluster file before the metadata
+/// server (re)starts, so its sessions use it as well; a fresh client after the freeze.
+#[test]
+fn a_frozen_osd_is_waited_on_once_then_reported_at_once_until_it_thaws() {
+    let dir = tempfile::Builder::new().prefix("tessera-frozen-").tempdir().unwrap();
+    let spec = ClusterSpec { stripe_unit: STRIPE, stripe_count: 2, ..ClusterSpec::new(2) };
+    let mut cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &spec).unwrap();
+    let mut config = cluster.config().clone();
+    config.osd_liveness_secs = 1;
+    config.save(&cluster.cluster_file()).unwrap();
+    cluster.crash_and_restart_mds(0).unwrap();
+    let login_timeout = Duration::from_secs(2 * config.osd_liveness_secs);
+
+    let writer = Client::connect(&config).unwrap();
+    let data = vec![7u8; 4 * STRIPE as usize];
+    let f = writer.create("/f", 0o644, Some(StripeHint { stripe_unit: STRIPE, stripe_count: 2, start_osd: Some(0) })).unwrap();
+    f.pwrite(0, &data).unwrap();
+    f.fsync().unwrap();
+    assert_eq!(writer.stat("/f").unwrap().size, data.len() as u64);
+
+    let osd1 = cluster.records().into_iter().find(|r| r.role == "osd" && r.index == 1).expect("OSD 1's record");
+    signal(osd1.pid, libc::SIGSTOP);
+    let first = writer.stat("/f").expect_err("the size needs the frozen OSD");
+    assert!(matches!(first, ClientError::SizeUnknown { .. }), "{first}");
+    // Past the metadata server's own login back-off, so that only its knowing the OSD is
+    // silent can spare the next stat a login timeout.
+    std::thread::sleep(login_timeout);
+    let started = Instant::now();
+    let again = writer.stat("/f").expect_err("still frozen");
+    let waited = started.elapsed();
+    assert!(matches!(again, ClientError::SizeUnknown { .. }), "{again}");
+    assert!(waited < login_timeout, "the second stat waited {waited:?} on an OSD already known to be silent");
+
+    let reader = Client::connect(&config).unwrap();
+    let g = reader.open("/f").unwrap();
+    let mut back = vec![0u8; data.len()];
+    let err = g.pread(0, &mut back).expect_err("a read that needs the frozen OSD");
+    assert!(matches!(&err, ClientError::Osd { osd_index: 1, .. }), "{err}");
+    let err = g.pread(0, &mut back).expect_err("still frozen");
+    assert!(matches!(&err, ClientError::Osd { osd_index: 1, .. }), "{err}");
+    assert!(err.to_string().contains("not tried again"), "the second read is refused without another login: {err}");
+
+    signal(osd1.pid, libc::SIGCONT);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let size = loop {
+        match writer.stat("/f") {
+            Ok(a) => break a.size,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("not yet: {e}");
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            Err(e) => panic!("the metadata server never used the thawed OSD again: {e}"),
+        }
+    };
+    assert_eq!(size, data.len() as u64);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while let Err(e) = g.pread(0, &mut back) {
+        assert!(Instant::now() < deadline, "the client never read from the thawed OSD again: {e}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert!(back == data);
+    cluster.stop().unwrap();
+}

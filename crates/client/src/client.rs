@@ -184,6 +184,14 @@ impl Client {
         self.inner.sized("stat", path, self.inner.resolve("stat", path)?)
     }
 
+    /// Attributes of `path` as the namespace holds them, without insisting on the size: when
+    /// an OSD holding the file does not answer, `size_known()` is false instead of the call
+    /// failing. For callers that need the type, inode or mode only (rm, mv, `ls -l` printing
+    /// `?`), so a file on a down OSD can still be listed, removed or replaced.
+    pub fn lookup(&self, path: &str) -> Result<Attr, ClientError> {
+        self.inner.resolve("lookup", path)
+    }
+
     pub fn mkdir(&self, path: &str, mode: u32) -> Result<Attr, ClientError> {
         if !path.is_empty() && crate::path::normalized(path).is_empty() {
             // The root (or a path that comes back to it) exists, as mkdir(2) answers.

@@ -14,13 +14,16 @@
 //! before it is lent (a peek at its socket that never blocks): one whose target went away
 //! meanwhile, e.g. an OSD restarted while this client was quiet, is replaced instead of failing
 //! the next command. A striped READ or WRITE whose session dies under it is sent once more on
-//! the same slot, logged in again ([`OsdPool::reinstate`], `striped_io.rs`).
+//! the same slot, logged in again ([`OsdPool::reinstate`], `striped_io.rs`). After a login
+//! to an OSD times out, its other slots fail at once for a liveness interval ([`LoginGate`])
+//! instead of each waiting out the timeout: a read striped over a stopped OSD fails in one
+//! login timeout, not one per session.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tessera_initiator::iscsi::{next_isid, Session, SessionConfig};
+use tessera_initiator::iscsi::{next_isid, LoginGate, Session, SessionConfig};
 use tessera_initiator::osd_client::{OsdClient, OsdError};
 use tessera_types::ObjectAddr;
 
@@ -55,6 +58,8 @@ struct Osd {
     book: Arc<CredentialBook>,
     slots: Vec<Slot>,
     next: AtomicUsize,
+    /// Shared by the slots: once a login times out, the other slots do not wait out their own.
+    gate: LoginGate,
 }
 
 /// One handle on one OSD session, with what a caller needs to build commands and errors.
@@ -78,11 +83,13 @@ impl OsdPool {
         let osds = config
             .osds
             .iter()
-            .map(|entry| Osd {
+            .zip(&logins)
+            .map(|(entry, login)| Osd {
                 entry: entry.clone(),
                 book: Arc::new(CredentialBook::default()),
                 slots: (0..config.sessions_per_osd).map(|_| Slot { isid: next_isid(), session: Mutex::new(None) }).collect(),
                 next: AtomicUsize::new(0),
+                gate: LoginGate::new(&entry.addr, login.liveness),
             })
             .collect();
         Ok(OsdPool { osds, logins, max_transfer_bytes: config.max_transfer_bytes })
@@ -157,7 +164,7 @@ impl OsdPool {
     fn log_in(&self, guard: &mut Option<Pooled>, osd: &Osd, osd_index: u32, index: usize, object_id: u64) -> Result<Lease, ClientError> {
         let mut config = self.logins[osd_index as usize].clone();
         config.isid = osd.slots[index].isid;
-        let session = Session::login(osd.entry.addr.as_str(), config).map_err(|e| ClientError::Osd {
+        let session = osd.gate.attempt(|| Session::login(osd.entry.addr.as_str(), config)).map_err(|e| ClientError::Osd {
             osd_index,
             addr: osd.entry.addr.clone(),
             object_id,

@@ -139,7 +139,8 @@ impl Mds {
             return Err(OpenError::ServerIndex { index: config.server_index, servers });
         }
         let health = Arc::new(OsdHealth::new(config.cluster.osds.len() as u32));
-        let objects: Arc<dyn DataObjects> = Arc::new(Watched::new(objects, health.clone()));
+        let watched = Arc::new(Watched::new(objects, health.clone()));
+        let objects: Arc<dyn DataObjects> = watched.clone();
         let ns = Arc::new(Namespace::open(path, config.server_index, now()).map_err(|e| match e {
             NamespaceError::Db(e) => OpenError::Db(e),
             NamespaceError::Store(e) => OpenError::Store(e),
@@ -162,7 +163,7 @@ impl Mds {
         let revocations = Retrier::start(ns.clone(), objects.clone()).map_err(|source| OpenError::Db(DbError::Thread { source }))?;
         let osd_count = config.cluster.osds.len() as u32;
         let pools = Pools::start(ns.clone(), objects.clone(), osd_count, config.precreate).map_err(OpenError::Store)?;
-        let prober = Prober::start(objects.clone(), health.clone()).map_err(|source| OpenError::Db(DbError::Thread { source }))?;
+        let prober = Prober::start(watched, health.clone()).map_err(|source| OpenError::Db(DbError::Thread { source }))?;
         let peers = (0..servers).map(|_| Mutex::new(None)).collect();
         Ok(Mds { ns, pools, _revocations: revocations, health, _prober: prober, objects, config, peers })
     }

@@ -72,6 +72,21 @@ pub enum TransportError {
     Unresponsive { peer: String, secs: u64 },
     #[error("request of {len} bytes exceeds the limit of {max}")]
     TooLarge { len: u64, max: u64 },
+    /// A login to the target got no answer a moment ago, so another is not tried yet: each
+    /// would hold its caller for the whole login timeout.
+    #[error("{peer} did not answer a login moments ago; not tried again for {secs} s (is the daemon stopped or the network down?)")]
+    Silent { peer: String, secs: u64 },
+}
+
+impl TransportError {
+    /// The target gave no answer in time (as opposed to refusing, or answering wrongly).
+    pub fn timed_out(&self) -> bool {
+        match self {
+            TransportError::Unresponsive { .. } | TransportError::Silent { .. } => true,
+            TransportError::Io { source, .. } => matches!(source.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock),
+            _ => false,
+        }
+    }
 }
 
 /// Carries SCSI commands to one device. Many threads may call `execute` at once; a transport

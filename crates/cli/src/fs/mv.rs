@@ -31,7 +31,7 @@ const COPY_CHUNK_MIN: u64 = 8 << 20;
 pub fn mv(args: MvArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
     // Like mv(1): moving onto an existing directory moves into it.
-    let to = match client.stat(&args.to) {
+    let to = match client.lookup(&args.to) {
         Ok(a) if a.file_type == FileType::Directory => {
             let name = args.from.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
             format!("{}/{name}", args.to.trim_end_matches('/'))
@@ -84,7 +84,7 @@ fn move_path(client: &Client, from: &str, to: &str) -> Result<()> {
 
 /// Refuses to move over a directory or onto another kind, as rename(2) would.
 fn replace_with(client: &Client, to: &str, kind: FileType) -> Result<()> {
-    match client.stat(to) {
+    match client.lookup(to) {
         Ok(a) if a.file_type == FileType::Directory => bail!("cannot move onto directory {to}: it exists"),
         Ok(a) if a.file_type != kind => bail!("cannot move onto {to}: it exists and is of another type"),
         Ok(_) => Ok(client.unlink(to)?),
@@ -98,7 +98,7 @@ fn child(dir: &str, name: &str) -> String {
 }
 
 fn copy_then_remove(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<()> {
-    if let Ok(existing) = client.stat(to) {
+    if let Ok(existing) = client.lookup(to) {
         if existing.file_type == FileType::Directory {
             bail!("cannot move onto directory {to}: it exists");
         }

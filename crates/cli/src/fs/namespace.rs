@@ -108,7 +108,8 @@ pub fn ls(args: LsArgs) -> Result<()> {
     let mut dirs = Vec::new();
     let mut failed = 0;
     for path in &args.paths {
-        match client.stat(path) {
+        // `lookup`, not `stat`: a file whose OSD is down is listed with its size as `?`.
+        match client.lookup(path) {
             Ok(a) if a.file_type == FileType::Directory && !args.directory => dirs.push(path),
             Ok(a) => files.push((path.clone(), a)),
             Err(e) if args.paths.len() == 1 => return Err(e.into()),
@@ -206,7 +207,7 @@ pub fn mkdir(args: MkdirArgs) -> Result<()> {
             prefix.push_str(part);
             match client.mkdir(&prefix, 0o755) {
                 Err(e) if e.fs_error() == Some(FsError::Exists) => {
-                    if client.stat(&prefix)?.file_type != FileType::Directory {
+                    if client.lookup(&prefix)?.file_type != FileType::Directory {
                         bail!("{prefix} exists and is not a directory");
                     }
                 }
@@ -229,7 +230,7 @@ pub fn rm(args: RmArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
     if args.recursive && !args.no_preserve_root {
         for path in &args.paths {
-            if matches!(client.stat(path), Ok(a) if a.ino == InodeId::ROOT) {
+            if matches!(client.lookup(path), Ok(a) if a.ino == InodeId::ROOT) {
                 bail!("refusing to remove {path} recursively: it is the root, and every file would go (--no-preserve-root allows it)");
             }
         }
@@ -241,7 +242,9 @@ pub fn rm(args: RmArgs) -> Result<()> {
 }
 
 fn remove(client: &Client, path: &str, recursive: bool) -> Result<()> {
-    let attr = client.stat(path)?;
+    // Without the size: a file whose OSD is down can still be removed (its objects are
+    // removed once the OSD answers again).
+    let attr = client.lookup(path)?;
     if attr.file_type != FileType::Directory {
         client.unlink(path)?;
         return Ok(());

@@ -99,7 +99,7 @@ pub fn put(args: PutArgs) -> Result<()> {
         Ok(old) => {
             let s = &old.layout().stripe;
             let same = StripeHint { stripe_unit: s.stripe_unit(), stripe_count: s.stripe_count(), start_osd: None };
-            (Some(same), Some(client.stat(&remote)?.mode))
+            (Some(same), Some(client.lookup(&remote)?.mode))
         }
         Err(e) if e.fs_error() == Some(FsError::NotFound) => (hint, None),
         Err(e) => return Err(e.into()),
@@ -204,7 +204,7 @@ fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
 
 /// `remote`, or `remote/<local name>` when `remote` is a directory.
 fn destination(client: &Client, remote: &str, local: &Path) -> Result<String> {
-    match client.stat(remote) {
+    match client.lookup(remote) {
         Ok(attr) if attr.file_type == FileType::Directory => {
             let name = local.file_name().and_then(|n| n.to_str()).context("standard input has no name; give a file path as destination")?;
             Ok(format!("{}/{name}", remote.trim_end_matches('/')))

@@ -6,6 +6,7 @@ mod chap_file;
 mod driver;
 mod lent;
 mod login;
+mod login_gate;
 mod raw;
 mod reconnecting;
 mod rx;
@@ -13,6 +14,7 @@ mod session;
 
 pub use chap_file::{load_chap_secrets, ChapFileError};
 pub use login::LoginResult;
+pub use login_gate::LoginGate;
 /// The credentials a session authenticates with; the same type configures the target.
 pub use tessera_iscsi::login::auth::{ChapCredential, ChapSecrets, SecretsError};
 pub use raw::{RawConnection, RawReply};

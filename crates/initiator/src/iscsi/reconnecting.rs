@@ -9,26 +9,25 @@
 
 use std::net::ToSocketAddrs;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use tessera_scsi::{ScsiRequest, ScsiResponse, ScsiTransport, TransportError};
 use tracing::warn;
 
-use super::{Session, SessionConfig};
+use super::{LoginGate, Session, SessionConfig};
 
 pub struct ReconnectingSession {
     addr: String,
     config: SessionConfig,
     current: Mutex<Option<Arc<Session>>>,
-    /// After a login that timed out, new logins are not tried until then: each would hold its
-    /// caller for the whole login timeout against a target that is not answering.
-    silent_until: Mutex<Option<Instant>>,
+    /// Shut for a liveness interval after a login that timed out.
+    gate: LoginGate,
 }
 
 impl ReconnectingSession {
     /// Does not connect yet: the target may still be starting.
     pub fn new(addr: &str, config: SessionConfig) -> ReconnectingSession {
-        ReconnectingSession { addr: addr.to_string(), config, current: Mutex::new(None), silent_until: Mutex::new(None) }
+        let gate = LoginGate::new(addr, config.liveness);
+        ReconnectingSession { addr: addr.to_string(), config, current: Mutex::new(None), gate }
     }
 
     fn session(&self) -> Result<Arc<Session>, TransportError> {
@@ -38,21 +37,10 @@ impl ReconnectingSession {
         }
         // The same ISID every time: a login after a failure reinstates the failed session, so
         // the target has ended its commands before the retry can run.
-        let mut silent = self.silent_until.lock().unwrap_or_else(|p| p.into_inner());
-        if silent.is_some_and(|t| Instant::now() < t) {
-            return Err(TransportError::Unresponsive { peer: self.addr.clone(), secs: self.config.liveness.as_secs() * 2 });
-        }
-        let addrs: Vec<_> = self.addr.to_socket_addrs().map_err(|e| TransportError::Io { peer: self.addr.clone(), source: e })?.collect();
-        let session = match Session::login(&addrs[..], self.config.clone()) {
-            Ok(s) => Arc::new(s),
-            Err(e) => {
-                if timed_out(&e) {
-                    *silent = Some(Instant::now() + self.config.liveness);
-                }
-                return Err(e);
-            }
-        };
-        *silent = None;
+        let session = Arc::new(self.gate.attempt(|| {
+            let addrs: Vec<_> = self.addr.to_socket_addrs().map_err(|e| TransportError::Io { peer: self.addr.clone(), source: e })?.collect();
+            Session::login(&addrs[..], self.config.clone())
+        })?);
         *guard = Some(session.clone());
         Ok(session)
     }
@@ -63,15 +51,6 @@ impl ReconnectingSession {
         if guard.as_ref().is_some_and(|s| Arc::ptr_eq(s, failed)) {
             *guard = None;
         }
-    }
-}
-
-/// A login that got no answer in time (as opposed to one refused at once).
-fn timed_out(e: &TransportError) -> bool {
-    match e {
-        TransportError::Unresponsive { .. } => true,
-        TransportError::Io { source, .. } => matches!(source.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock),
-        _ => false,
     }
 }
 
