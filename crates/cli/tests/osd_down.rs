@@ -61,6 +61,16 @@ fn with_an_osd_down_the_namespace_still_works_and_sizes_are_unknown() {
     assert!(out.contains("osd0") && out.lines().any(|l| l.starts_with("osd1") && l.contains("not answering")), "{out}");
     assert!(err.contains("1 of 2 OSDs did not answer"), "{err}");
 
+    // A put that needs the down OSD fails, says which and that nothing changed, and leaves
+    // no partial copy behind.
+    let local = dir.path().join("local");
+    std::fs::write(&local, vec![5u8; 300_000]).unwrap();
+    let (ok, _, err) = tessera(&cluster, &["put", "-c", "2", "-S", "64K", local.to_str().unwrap(), "/d/wide"]);
+    assert!(!ok, "a put striped over the down OSD cannot succeed");
+    assert!(err.contains("-> /d/wide (the destination is unchanged)") && err.contains(&format!("OSD 1 ({})", portal(1))), "{err}");
+    let names: Vec<String> = client.readdir("/d").unwrap().into_iter().map(|e| e.name).collect();
+    assert_eq!(names.len(), 2, "no partial copy is left: {names:?}");
+
     // chmod commits (its revocation waits for OSD 1 in the journal), and unlink removes the
     // name now and the objects once the OSD returns.
     let err = client.chmod("/d/striped", 0o600).expect_err("the revocation cannot reach OSD 1");

@@ -119,7 +119,7 @@ pub fn put(args: PutArgs) -> Result<()> {
         Err(e) => {
             // The destination is as it was; the partial copy goes.
             let _ = client.unlink(&temp);
-            Err(e)
+            Err(e.context(format!("put {} -> {remote} (the destination is unchanged)", args.local.display())))
         }
     }
 }
