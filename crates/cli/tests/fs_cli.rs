@@ -291,7 +291,9 @@ fn get_pieces_reads_an_extent_list_in_list_order() {
     }
     std::fs::write(&list, text).unwrap();
     let out = work.path().join("out");
-    c.ok(&["get", "--pieces", list.to_str().unwrap(), "/src", out.to_str().unwrap()]);
+    let got = c.ok(&["get", "--pieces", list.to_str().unwrap(), "/src", out.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&got.stderr);
+    assert!(said.contains("5 bytes of the listed pieces lie past the end of /src (1048576 bytes)"), "{said}");
     let mut expected = Vec::new();
     for (o, l) in pieces {
         for i in o..o + l {

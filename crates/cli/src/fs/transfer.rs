@@ -41,7 +41,7 @@ pub struct GetArgs {
     local: Option<PathBuf>,
     /// Read only these pieces: a file of `OFFSET LENGTH` lines (decimal, 0x hex, K/M/G
     /// suffixes, # comments), written out concatenated in list order. Each OSD gets one
-    /// non-contiguous command for all its pieces. Past the end of file reads as zeros.
+    /// non-contiguous command for all its pieces. Past the end of file reads as zeros (with a warning).
     /// `-` reads the list from standard input.
     #[arg(long, value_name = "FILE")]
     pieces: Option<PathBuf>,
@@ -303,6 +303,14 @@ fn read_pieces(file: &tessera_client::File, extents: &[tessera_client::Extent], 
     let total: u64 = extents.iter().map(|e| e.len).sum();
     let mut buf = vec![0u8; total as usize];
     file.read_extents(extents, &mut buf, Mode::Auto)?;
+    // Zeros keep the pieces where the list puts them, but a list that reaches past the file
+    // is more often a mistake than a wish: say so.
+    if let Ok(size) = file.size() {
+        let past: u64 = extents.iter().map(|e| (e.offset + e.len).saturating_sub(e.offset.max(size))).sum();
+        if past > 0 {
+            eprintln!("tessera: get: {past} bytes of the listed pieces lie past the end of {} ({size} bytes) and read as zeros", file.path());
+        }
+    }
     out.write_all(&buf)?;
     Ok(total)
 }
