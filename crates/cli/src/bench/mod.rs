@@ -26,11 +26,12 @@ pub enum BenchCommand {
     /// --netns also with each OSD on its own rate-limited link; --target-only measures one OSD
     /// target alone.
     Io(io::IoArgs),
-    /// Native non-contiguous I/O (issue 4): seed 000 Figs. 8 and 10, 1024 x 64 B against one
+    /// Native non-contiguous I/O: seed 000 Figs. 8 and 10, 1024 x 64 B against one
     /// contiguous transfer, seed 003's pack vs gather, and the target's per-piece vs sieve rule.
     Noncontig(noncontig::NoncontigArgs),
     /// Throughput and per-command cost of NOSEC, CAPKEY, CMDRSP and ALLDATA, contiguous and
-    /// strided, against a NOSEC target in the same run (issue 5).
+    /// strided, against a NOSEC target in the same run (goal: CMDRSP within 5% at 1 MiB and
+    /// 5 us per command).
     Security(security::SecurityArgs),
     /// Create, stat and remove latency and throughput against clients and stripe count on a
     /// local cluster (seed 002 slides), beside a raw durable SQLite insert and an empty

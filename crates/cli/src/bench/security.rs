@@ -3,8 +3,9 @@
 //! 8 KiB, seed 000's vector pattern), under NOSEC, CAPKEY, CMDRSP and ALLDATA in one run. The
 //! baseline is NOSEC: a `tessera osd` without security, started beside one `tessera osd
 //! --security METHOD` per secured method, all temporary child processes on loopback, so every
-//! daemon carries the same load (one object, the same commands) and only the method differs. Goal (issue 5): CMDRSP costs at most 5% throughput at 1 MiB and at
-//! most 5 us per command (measured at 4 KiB, where the command dominates).
+//! daemon carries the same load (one object, the same commands) and only the method differs.
+//! Goal (issue 5): CMDRSP costs at most 5% throughput at 1 MiB and at most 5 us per command
+//! (measured at 4 KiB, where the command dominates).
 //!
 //! Method: per transfer size, interleaved rounds run every method back to back; the ratios are
 //! the median over rounds of each round's paired ratio (method time / NOSEC time), as in `bench
