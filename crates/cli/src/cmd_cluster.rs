@@ -308,11 +308,20 @@ fn probe_mds(addr: &str) -> Result<String> {
     // A stopped (SIGSTOP) server accepts connections but never answers: bounded, so status
     // can say so and go on to the next daemon.
     let mut conn = MdsConnection::connect_with_timeout(addr, PROBE_TIMEOUT)?;
-    match conn.call(&Request::StatFs)? {
-        Ok(tessera_mds_proto::Reply::StatFs(s)) => Ok(format!("{} files, {} directories", s.files, s.directories)),
+    let counts = match conn.call(&Request::StatFs)? {
+        Ok(tessera_mds_proto::Reply::StatFs(s)) => format!("{} files, {} directories", s.files, s.directories),
         Ok(other) => bail!("unexpected answer {other:?}"),
         Err(e) => bail!("refused STATFS: {e}"),
-    }
+    };
+    // Its own view of the OSDs: on several hosts it may not reach one that this host does.
+    let unreachable = match conn.call(&Request::OsdsDown)? {
+        Ok(tessera_mds_proto::Reply::OsdsDown(down)) if !down.is_empty() => {
+            let named: Vec<String> = down.iter().map(|i| format!("osd{i}")).collect();
+            format!("; cannot reach {}", named.join(", "))
+        }
+        _ => String::new(),
+    };
+    Ok(format!("{counts}{unreachable}"))
 }
 
 fn probe_osd(config: &ClusterConfig, index: usize) -> Result<String> {

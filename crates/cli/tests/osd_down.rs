@@ -45,6 +45,7 @@ fn with_an_osd_down_the_namespace_still_works_and_sizes_are_unknown() {
         message.contains("size is unknown") && message.contains(&format!("OSD 0 at {}, OSD 1 at {}", portal(0), portal(1))) && message.contains("tessera status"),
         "the message names where the file's data is: {message}"
     );
+    assert!(message.contains(&format!("the metadata server cannot reach OSD 1 at {} (", portal(1))), "and which of those OSDs failed: {message}");
     assert!(client.getstripe("/d/striped").is_ok(), "the layout needs no OSD");
 
     let (ok, _, err) = tessera(&cluster, &["stat", "/d/striped", "/d/on0"]);
@@ -60,6 +61,9 @@ fn with_an_osd_down_the_namespace_still_works_and_sizes_are_unknown() {
     assert!(!ok, "df fails when an OSD does not answer");
     assert!(out.contains("osd0") && out.lines().any(|l| l.starts_with("osd1") && l.contains("not answering")), "{out}");
     assert!(err.contains("1 of 2 OSDs did not answer"), "{err}");
+    let (ok, out, _) = tessera(&cluster, &["status"]);
+    assert!(!ok, "status fails with a daemon down");
+    assert!(out.lines().any(|l| l.starts_with("mds0") && l.contains(" up ") && l.ends_with("; cannot reach osd1")), "the server's own view: {out}");
 
     // A put that needs the down OSD fails, says which and that nothing changed, and leaves
     // no partial copy behind.
@@ -77,7 +81,7 @@ fn with_an_osd_down_the_namespace_still_works_and_sizes_are_unknown() {
     assert_eq!(err.errno(), 5);
     let message = err.to_string();
     assert!(
-        message.contains("the mode is changed") && message.contains(&format!("OSD 1 at {}", portal(1))) && message.contains("retries"),
+        message.contains("the mode is changed") && message.contains(&format!("cannot reach OSD 1 at {}", portal(1))) && message.contains("retries"),
         "the message says the chmod is recorded and what is pending: {message}"
     );
     assert_eq!(client.readdir("/d").unwrap().iter().find(|e| e.name == "striped").unwrap().attr.mode & 0o777, 0o600);

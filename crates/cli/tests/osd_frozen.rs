@@ -20,6 +20,26 @@ fn signal(pid: u32, sig: libc::c_int) {
     assert_eq!(unsafe { libc::kill(pid as libc::pid_t, sig) }, 0, "signal {sig} to {pid}");
 }
 
+/// SIGSTOP, then waits until every thread of `pid` has stopped: kill(2) returns once the
+/// signal is queued, and a thread already running may still answer a command meanwhile.
+fn freeze(pid: u32) {
+    signal(pid, libc::SIGSTOP);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+        let stopped = tasks.flatten().all(|t| {
+            let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+            // The state follows the parenthesised command name.
+            stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) == Some("T")
+        });
+        if stopped {
+            return;
+        }
+        assert!(Instant::now() < deadline, "OSD {pid} did not stop within 10 s of SIGSTOP");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 #[test]
 fn a_frozen_osd_fails_reads_in_bounded_time_and_serves_again_when_thawed() {
     let dir = tempfile::Builder::new().prefix("tessera-frozen-").tempdir().unwrap();
@@ -34,7 +54,7 @@ fn a_frozen_osd_fails_reads_in_bounded_time_and_serves_again_when_thawed() {
     f.fsync().unwrap();
 
     let osd1 = cluster.records().into_iter().find(|r| r.role == "osd" && r.index == 1).expect("OSD 1's record");
-    signal(osd1.pid, libc::SIGSTOP);
+    freeze(osd1.pid);
     let started = Instant::now();
     let (tx, rx) = std::sync::mpsc::channel();
     let reader = f.clone();
@@ -102,9 +122,10 @@ fn a_frozen_osd_is_waited_on_once_then_reported_at_once_until_it_thaws() {
     assert_eq!(writer.stat("/f").unwrap().size, data.len() as u64);
 
     let osd1 = cluster.records().into_iter().find(|r| r.role == "osd" && r.index == 1).expect("OSD 1's record");
-    signal(osd1.pid, libc::SIGSTOP);
+    freeze(osd1.pid);
     let first = writer.stat("/f").expect_err("the size needs the frozen OSD");
     assert!(matches!(first, ClientError::SizeUnknown { .. }), "{first}");
+    assert!(first.to_string().contains(&format!("cannot reach OSD 1 at {}", config.osds[1].addr)), "the error names the frozen OSD: {first}");
     // Past the metadata server's own login back-off, so that only its knowing the OSD is
     // silent can spare the next stat a login timeout.
     std::thread::sleep(login_timeout);

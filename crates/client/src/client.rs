@@ -12,7 +12,7 @@ use tessera_mds_proto::{Attr, DirEntry, FileLayout, FileType, FsError, Grant, In
 
 use crate::config::ClusterConfig;
 use crate::dir::Dir;
-use crate::error::{ClientError, MdsLinkError};
+use crate::error::{ClientError, DataPlaces, MdsLinkError};
 use crate::file::File;
 use crate::mds_router::{reply_name, MdsRouter};
 use crate::path::{names_dir, split_parent, steps, Step};
@@ -108,19 +108,24 @@ impl Inner {
         if attr.size_known() {
             return Ok(attr);
         }
-        Err(ClientError::SizeUnknown { op, path: path.to_string(), osds: self.osds_of(attr.ino, op, path) })
+        Err(ClientError::SizeUnknown { op, path: path.to_string(), places: self.places_of(attr.ino, op, path) })
     }
 
-    /// The distinct OSDs (index, portal) holding a file's data, from its layout, which needs no
-    /// OSD; empty when the layout cannot be read either. For messages.
-    pub fn osds_of(&self, ino: InodeId, op: &'static str, path: &str) -> Vec<(u32, String)> {
+    /// For messages: the distinct OSDs (index, portal) holding a file's data, from its
+    /// layout, which needs no OSD, and which of them the file's metadata server last found
+    /// down, from its own record. Either is empty when it cannot be had.
+    pub fn places_of(&self, ino: InodeId, op: &'static str, path: &str) -> DataPlaces {
         let mut osds: Vec<(u32, String)> = match self.layout(ino, op, path) {
             Ok((layout, _)) => layout.objects.iter().map(|o| (o.osd, self.pool.osd_addr(o.osd).unwrap_or("?").to_string())).collect(),
             Err(_) => Vec::new(),
         };
         osds.sort();
         osds.dedup();
-        osds
+        let down = match self.call(ino, op, path, Request::OsdsDown) {
+            Ok(Reply::OsdsDown(down)) => down,
+            _ => Vec::new(),
+        };
+        DataPlaces { osds, down }
     }
 
     /// The directory that holds `path`'s final name, and that name.
@@ -328,7 +333,7 @@ impl Client {
             Err(e) if e.fs_error() == Some(FsError::Io) && attr.file_type == FileType::Regular => {
                 match self.inner.resolve("chmod", path) {
                     Ok(now) if now.ino == attr.ino && now.mode & 0o7777 == wanted => {
-                        Err(ClientError::RevocationPending { op: "chmod", path: path.to_string(), osds: self.inner.osds_of(attr.ino, "chmod", path) })
+                        Err(ClientError::RevocationPending { op: "chmod", path: path.to_string(), places: self.inner.places_of(attr.ino, "chmod", path) })
                     }
                     _ => Err(e),
                 }

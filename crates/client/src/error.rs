@@ -31,16 +31,15 @@ pub enum ClientError {
         source: FsError,
     },
     /// A file's size needs the length of each of its data objects, and an OSD holding one did
-    /// not answer the metadata server (the errno is EIO). `osds`: the file's OSDs, by index and
-    /// portal (empty when its layout could not be read either).
-    #[error("{op} {path}: input/output error: the size is unknown because an OSD holding the file's data did not answer the metadata server{}; `tessera status` shows which daemon is down", on_osds(osds))]
-    SizeUnknown { op: &'static str, path: String, osds: Vec<(u32, String)> },
+    /// not answer the metadata server (the errno is EIO).
+    #[error("{op} {path}: input/output error: the size is unknown because {}; `tessera status` shows which daemon is down", places.unanswered())]
+    SizeUnknown { op: &'static str, path: String, places: DataPlaces },
     /// A chmod of a file was recorded, but revoking the capabilities issued before it could
     /// not reach every OSD holding the file's data (the errno is EIO). Until those OSDs answer
     /// (the metadata server retries in the background), capabilities from before still work
-    /// on them. `osds`: the file's OSDs, by index and portal.
-    #[error("{op} {path}: the mode is changed, but the old capabilities are not yet revoked on every OSD: an OSD holding the file's data did not answer the metadata server{}; it retries until they do", on_osds(osds))]
-    RevocationPending { op: &'static str, path: String, osds: Vec<(u32, String)> },
+    /// on them.
+    #[error("{op} {path}: the mode is changed, but the old capabilities are not yet revoked on every OSD: {}; it retries until they do", places.unanswered())]
+    RevocationPending { op: &'static str, path: String, places: DataPlaces },
     /// A metadata server could not be reached or spoke nonsense.
     #[error("metadata server {server} ({addr}): {source}")]
     Mds {
@@ -125,13 +124,31 @@ impl ClientError {
     }
 }
 
-/// ` (its data is on OSD 0 at HOST:PORT, OSD 2 at ...)`, or nothing.
-fn on_osds(osds: &[(u32, String)]) -> String {
-    if osds.is_empty() {
-        return String::new();
+/// Where a file's data is, for the messages of errors its metadata server met there.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DataPlaces {
+    /// The file's OSDs, by index and portal, from its layout (empty when that could not be
+    /// read either).
+    pub osds: Vec<(u32, String)>,
+    /// Those of them the file's metadata server last found unreachable (empty when it knows
+    /// of none, e.g. the OSD answered again meanwhile).
+    pub down: Vec<u32>,
+}
+
+impl DataPlaces {
+    /// "the metadata server cannot reach OSD 2 at HOST:PORT (the file's data is on OSD 0 at
+    /// ..., OSD 2 at ...)", or without a known culprit "an OSD holding the file's data did not
+    /// answer the metadata server (...)".
+    pub fn unanswered(&self) -> String {
+        let named = |osds: &mut dyn Iterator<Item = &(u32, String)>| osds.map(|(i, addr)| format!("OSD {i} at {addr}")).collect::<Vec<_>>().join(", ");
+        let all = if self.osds.is_empty() { String::new() } else { format!(" (the file's data is on {})", named(&mut self.osds.iter())) };
+        let down = named(&mut self.osds.iter().filter(|(i, _)| self.down.contains(i)));
+        if down.is_empty() {
+            format!("an OSD holding the file's data did not answer the metadata server{all}")
+        } else {
+            format!("the metadata server cannot reach {down}{all}")
+        }
     }
-    let named: Vec<String> = osds.iter().map(|(i, addr)| format!("OSD {i} at {addr}")).collect();
-    format!(" (its data is on {})", named.join(", "))
 }
 
 /// The errno of an OSD refusal: the two space refusals keep their meaning, everything else

@@ -88,7 +88,7 @@ pub use client::{Client, RepairReport, Stripe};
 pub use command_plan::Mode;
 pub use config::{ClusterConfig, ConfigError, MdsEntry, OsdEntry};
 pub use dir::Dir;
-pub use error::{ClientError, MdsLinkError};
+pub use error::{ClientError, DataPlaces, MdsLinkError};
 pub use extent_list::ExtentListError;
 pub use file::File;
 pub use patterns::{PatternError, StridedPattern, Subarray};

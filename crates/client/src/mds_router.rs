@@ -111,5 +111,6 @@ pub fn reply_name(reply: &Reply) -> &'static str {
         Reply::ClusterMap(_) => "ClusterMap",
         Reply::OsdUsage(_) => "OsdUsage",
         Reply::Repair { .. } => "Repair",
+        Reply::OsdsDown(_) => "OsdsDown",
     }
 }

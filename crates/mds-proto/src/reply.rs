@@ -5,7 +5,7 @@
 
 use crate::error::{DecodeError, FsError};
 use crate::grant::{decode_grant, decode_usage, encode_grant, encode_usage, Grant, OsdUsage};
-use crate::limits::{ORPHANS_LISTED_MAX, READDIR_ENTRIES_MAX, SYMLINK_LEN_MAX};
+use crate::limits::{ORPHANS_LISTED_MAX, OSDS_MAX, READDIR_ENTRIES_MAX, SYMLINK_LEN_MAX};
 use crate::types::{Attr, ClusterMap, DirEntry, FileLayout, ObjectRef, StatFs, StripeHint};
 use crate::wire::{Reader, Writer};
 
@@ -32,6 +32,8 @@ pub enum Reply {
     /// Repair: the orphans found (the first [`ORPHANS_LISTED_MAX`] of them) and how many there
     /// were in all.
     Repair { orphans: Vec<ObjectRef>, found: u64 },
+    /// OsdsDown: OSD indices in ascending order.
+    OsdsDown(Vec<u32>),
 }
 
 mod tag {
@@ -46,6 +48,7 @@ mod tag {
     pub const CLUSTER_MAP: u8 = 8;
     pub const OSD_USAGE: u8 = 9;
     pub const REPAIR: u8 = 10;
+    pub const OSDS_DOWN: u8 = 11;
 }
 
 const STATUS_OK: u8 = 0;
@@ -137,6 +140,13 @@ impl Reply {
                 }
                 w.u64(*found);
             }
+            Reply::OsdsDown(osds) => {
+                w.u8(tag::OSDS_DOWN);
+                w.count(osds.len(), OSDS_MAX);
+                for &osd in osds {
+                    w.u32(osd);
+                }
+            }
         }
     }
 
@@ -182,6 +192,19 @@ impl Reply {
                     return Err(DecodeError::Invalid { what: "orphan count", at });
                 }
                 Reply::Repair { orphans, found }
+            }
+            tag::OSDS_DOWN => {
+                let n = r.count("down OSDs", OSDS_MAX, 4)?;
+                let mut osds = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let at = r.position();
+                    let osd = r.u32()?;
+                    if osd >= OSDS_MAX || osds.last().is_some_and(|&last| last >= osd) {
+                        return Err(DecodeError::Invalid { what: "down OSD index (ascending, below the OSD limit)", at });
+                    }
+                    osds.push(osd);
+                }
+                Reply::OsdsDown(osds)
             }
             t => return Err(DecodeError::UnknownTag { what: "reply tag", value: t as u32, at }),
         })

@@ -61,6 +61,9 @@ pub enum Request {
     /// that no file, precreated range or removal journal accounts for (orphans); with
     /// `remove`, journals them for removal too.
     Repair { remove: bool },
+    /// The OSDs this server last found unreachable, from its own record (no OSD is asked):
+    /// what a client names when the server could not learn a file's size.
+    OsdsDown,
     /// MDS -> MDS: make a directory inode here whose entry the sender (the parent's server)
     /// will hold, with the parent's default striping copied in; answers its attributes.
     PeerCreateDir { parent: InodeId, new: NewInode, stripe: Option<StripeHint> },
@@ -88,6 +91,7 @@ mod op {
     pub const CLUSTER_MAP: u8 = 17;
     pub const OSD_USAGE: u8 = 18;
     pub const REPAIR: u8 = 19;
+    pub const OSDS_DOWN: u8 = 20;
     pub const PEER_CREATE_DIR: u8 = 32;
     pub const PEER_REMOVE_DIR: u8 = 33;
 }
@@ -120,6 +124,7 @@ impl Request {
                 | Request::ClusterMap
                 | Request::OsdUsage
                 | Request::Repair { remove: false }
+                | Request::OsdsDown
         )
     }
 
@@ -196,6 +201,7 @@ impl Request {
             R::StatFs => w.u8(op::STAT_FS),
             R::ClusterMap => w.u8(op::CLUSTER_MAP),
             R::OsdUsage => w.u8(op::OSD_USAGE),
+            R::OsdsDown => w.u8(op::OSDS_DOWN),
             R::Repair { remove } => {
                 w.u8(op::REPAIR);
                 w.bool(*remove);
@@ -259,6 +265,7 @@ impl Request {
             op::STAT_FS => R::StatFs,
             op::CLUSTER_MAP => R::ClusterMap,
             op::OSD_USAGE => R::OsdUsage,
+            op::OSDS_DOWN => R::OsdsDown,
             op::REPAIR => R::Repair { remove: r.bool()? },
             op::PEER_CREATE_DIR => R::PeerCreateDir { parent: ino(r)?, new: NewInode::decode(r)?, stripe: r.option(StripeHint::decode)? },
             _ => return Err(DecodeError::UnknownTag { what: "request opcode", value: code as u32, at: 0 }),

@@ -88,6 +88,7 @@ fn request() -> impl Strategy<Value = Request> {
         Just(Request::ClusterMap),
         Just(Request::OsdUsage),
         any::<bool>().prop_map(|remove| Request::Repair { remove }),
+        Just(Request::OsdsDown),
         (ino(), new_inode(), prop::option::of(hint())).prop_map(|(parent, new, stripe)| Request::PeerCreateDir { parent, new, stripe }),
         ino().prop_map(|ino| Request::PeerRemoveDir { ino }),
     ]
@@ -109,6 +110,7 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
             found: v.len() as u64 + extra,
             orphans: v.into_iter().map(|(osd, object_id)| ObjectRef { osd, object_id }).collect(),
         }),
+        prop::collection::btree_set(0u32..1024, 0..10).prop_map(|set| Reply::OsdsDown(set.into_iter().collect())),
         any::<[u64; 4]>().prop_map(|v| Reply::StatFs(StatFs { files: v[0], directories: v[1], symlinks: v[2], pending_removals: v[3] })),
         (prop::collection::vec("[a-z0-9.:]{1,30}", 0..5), prop::collection::vec(("[a-z0-9.:]{1,30}", any::<u64>()), 0..5)).prop_map(
             |(servers, osds)| Reply::ClusterMap(ClusterMap {
@@ -202,4 +204,24 @@ fn grants_must_match_their_layout() {
     let cut = framed.len();
     framed[cut - 136 - 4..cut - 136].copy_from_slice(&2u32.to_be_bytes());
     assert!(matches!(Frame::decode_body(&framed), Err(DecodeError::Truncated { .. })));
+}
+
+/// Goal: a list of down OSDs is ascending, without repeats, and below the OSD limit; anything
+/// else is refused rather than shown to a user as if it were the server's record.
+#[test]
+fn down_osd_lists_must_be_ascending_and_in_range() {
+    let reply = |osds: &[u32]| {
+        let mut body = vec![0u8; 8];
+        body.push(2); // reply
+        body.extend_from_slice(&[0, 11]); // ok, OSDS_DOWN
+        body.extend_from_slice(&(osds.len() as u32).to_be_bytes());
+        for osd in osds {
+            body.extend_from_slice(&osd.to_be_bytes());
+        }
+        Frame::decode_body(&body)
+    };
+    assert!(matches!(reply(&[1, 4]), Ok(Frame { message: Message::Reply(Ok(Reply::OsdsDown(ref v))), .. }) if v == &[1, 4]));
+    for bad in [&[4, 1][..], &[2, 2], &[tessera_mds_proto::limits::OSDS_MAX]] {
+        assert!(matches!(reply(bad), Err(DecodeError::Invalid { .. })), "{bad:?} was accepted");
+    }
 }

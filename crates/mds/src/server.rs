@@ -395,6 +395,7 @@ impl Mds {
             R::StatFs => self.ns.read(|s| s.stat_fs()).map(Reply::StatFs),
             R::ClusterMap => Ok(Reply::ClusterMap(self.config.cluster.clone())),
             R::OsdUsage => self.osd_usage().map(Reply::OsdUsage),
+            R::OsdsDown => Ok(Reply::OsdsDown(self.health.down())),
             R::Repair { remove } => self.repair_request(remove),
             R::PeerCreateDir { parent, new, stripe } => {
                 self.ns.write(|s| s.create_dir_inode(parent, &new, stripe, now())).map(|r| Reply::Attr(r.attr(0)))
