@@ -236,6 +236,8 @@ fn restart_of_every_daemon_keeps_flushed_files_and_status_tracks_them() {
     let out = run(&["status", "--cluster", c.cluster_file().to_str().unwrap()], None);
     assert!(!out.status.success(), "status must fail when daemons are down");
     assert_eq!(stdout(&out).lines().filter(|l| l.contains(" down ")).count(), 4, "{}", stdout(&out));
+    let err = c.fails(&["ls", "/"]);
+    assert!(err.contains("Connection refused") && err.contains("is the metadata server running?"), "a stopped cluster is explained: {err}");
 
     // Restarting with fewer OSDs would strand stripes: refused, even when meant.
     let err = c.fails(&["up", "--dir", c.path_str(), "--osds", "2"]);

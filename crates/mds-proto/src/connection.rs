@@ -25,7 +25,7 @@ const READ_BUFFER: usize = 16 * 1024;
 /// Why a call got no reply: the connection is then unusable and should be dropped.
 #[derive(Debug, Error)]
 pub enum ConnectionError {
-    #[error("{0}")]
+    #[error("{}{}", .0, refused_hint(.0))]
     Io(#[from] io::Error),
     #[error("malformed frame: {0}")]
     Decode(#[from] DecodeError),
@@ -37,6 +37,14 @@ pub enum ConnectionError {
     /// address that is not a metadata server's.
     #[error("no reply within {secs} s (is the metadata server stopped or hung, or is this address another daemon's?)")]
     NoReply { secs: u64 },
+}
+
+/// What to check when nothing listens at the address.
+fn refused_hint(e: &io::Error) -> &'static str {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => " (is the metadata server running? `tessera status` shows every daemon)",
+        _ => "",
+    }
 }
 
 impl ConnectionError {
