@@ -47,6 +47,9 @@ fn with_an_osd_down_the_namespace_still_works_and_sizes_are_unknown() {
     );
     assert!(message.contains(&format!("the metadata server cannot reach OSD 1 at {} (", portal(1))), "and which of those OSDs failed: {message}");
     assert!(client.getstripe("/d/striped").is_ok(), "the layout needs no OSD");
+    let mut buf = vec![0u8; 200_000];
+    let err = client.open("/d/striped").unwrap().pread(0, &mut buf).expect_err("half the data is on OSD 1");
+    assert!(err.to_string().contains(&format!("OSD 1 ({})", portal(1))) && err.to_string().contains("is the target running?"), "{err}");
 
     let (ok, _, err) = tessera(&cluster, &["stat", "/d/striped", "/d/on0"]);
     assert!(!ok && err.contains("/d/striped") && err.contains(&format!("OSD 1 at {}", portal(1))), "{err}");

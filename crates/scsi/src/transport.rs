@@ -48,7 +48,7 @@ pub struct LentResponse {
 
 #[derive(Debug, Error)]
 pub enum TransportError {
-    #[error("connection to {peer} failed: {source}")]
+    #[error("connection to {peer} failed: {source}{}", refused_hint(source))]
     Io {
         peer: String,
         #[source]
@@ -76,6 +76,14 @@ pub enum TransportError {
     /// would hold its caller for the whole login timeout.
     #[error("{peer} did not answer a login moments ago; not tried again for {secs} s (is the daemon stopped or the network down?)")]
     Silent { peer: String, secs: u64 },
+}
+
+/// What to check when nothing listens at the target's portal.
+fn refused_hint(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => " (is the target running? `tessera status` shows every daemon)",
+        _ => "",
+    }
 }
 
 impl TransportError {
