@@ -21,8 +21,9 @@ pub enum ObjectsError {
     /// Boxed: the OSD's error (with its sense data) is large, and this travels by value.
     #[error(transparent)]
     Osd(Box<OsdError>),
-    /// Raised by test implementations to simulate a node that is down.
-    #[error("OSD {osd} unavailable")]
+    /// Not tried: the OSD stopped answering in time and has not answered a probe since
+    /// (`health.rs`). Test implementations raise it too, for a node that is down.
+    #[error("OSD {osd} is not answering (not tried again until it answers a probe)")]
     Unavailable { osd: u32 },
 }
 
