@@ -14,6 +14,7 @@ use clap::Args;
 use tessera_client::path::{normalized, split_parent};
 use tessera_client::{Attr, Client, FileType, FsError, StripeHint};
 
+use super::interrupt::Interrupt;
 use super::ClusterArg;
 
 #[derive(Args)]
@@ -73,6 +74,7 @@ fn move_path(client: &Client, from: &str, to: &str) -> Result<()> {
         FileType::Directory => {
             client.mkdir(to, attr.mode).with_context(|| format!("moving directory {from} to another metadata server"))?;
             for entry in client.readdir(from)? {
+                Interrupt::catch()?.check()?;
                 let (src, dst) = (child(from, &entry.name), child(to, &entry.name));
                 move_path(client, &src, &dst).with_context(|| format!("moving {from} to {to} stopped part-way, at {src}"))?;
             }
@@ -105,7 +107,7 @@ fn copy_then_remove(client: &Client, from: &str, to: &str, attr: &Attr) -> Resul
     }
     let (dir, name) = split_parent("mv", to)?;
     let temporary = format!("{dir}/.{name}.tessera-mv-{}", std::process::id());
-    let copied = copy_file(client, from, &temporary, attr);
+    let copied = Interrupt::catch().and_then(|interrupt| copy_file(client, from, &temporary, attr, interrupt));
     let placed = copied.and_then(|()| Ok(client.rename(&temporary, to)?));
     if let Err(e) = placed {
         let _ = client.unlink(&temporary);
@@ -115,7 +117,7 @@ fn copy_then_remove(client: &Client, from: &str, to: &str, attr: &Attr) -> Resul
 }
 
 /// Copies a regular file's bytes, mode, times and striping; stripes of zeros stay holes.
-fn copy_file(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<()> {
+fn copy_file(client: &Client, from: &str, to: &str, attr: &Attr, interrupt: &Interrupt) -> Result<()> {
     let src = client.open(from)?;
     let stripe = &src.layout().stripe;
     let hint = StripeHint { stripe_unit: stripe.stripe_unit(), stripe_count: stripe.stripe_count(), start_osd: None };
@@ -126,6 +128,7 @@ fn copy_file(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<()> {
     let mut buf = vec![0u8; chunk.min(size.max(1)) as usize];
     let mut offset = 0u64;
     while offset < size {
+        interrupt.check()?;
         let want = (size - offset).min(buf.len() as u64) as usize;
         let n = src.pread(offset, &mut buf[..want])?;
         if n == 0 {

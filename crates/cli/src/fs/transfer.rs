@@ -11,6 +11,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use tessera_client::{extent_list, Client, FileType, FsError, Mode, StripeHint};
 
+use super::interrupt::Interrupt;
 use super::ClusterArg;
 use crate::units::parse_size;
 
@@ -105,8 +106,9 @@ pub fn put(args: PutArgs) -> Result<()> {
         Err(e) => return Err(e.into()),
     };
     let temp = temporary_name(&remote);
+    let interrupt = Interrupt::catch()?;
     let file = client.create(&temp, 0o600, target)?;
-    let copied = fill(&file, input, total, &args.local, &remote).and_then(|n| {
+    let copied = fill(&file, input, total, &args.local, &remote, interrupt).and_then(|n| {
         client.chmod(&temp, mode.unwrap_or(local_mode))?;
         client.rename(&temp, &remote)?;
         Ok(n)
@@ -142,7 +144,7 @@ fn temporary_name(remote: &str) -> String {
 
 /// Copies `input` into `file` in large striped pieces and makes it durable; returns the bytes.
 /// Stripe units of zeros are not written, so holes stay holes (as cp(1) and `mv` keep them).
-fn fill(file: &tessera_client::File, mut input: Box<dyn Read>, total: u64, local: &Path, remote: &str) -> Result<u64> {
+fn fill(file: &tessera_client::File, mut input: Box<dyn Read>, total: u64, local: &Path, remote: &str, interrupt: &Interrupt) -> Result<u64> {
     let stripe = &file.layout().stripe;
     let chunk = chunk_len(stripe.stripe_unit() * stripe.stripe_count() as u64);
     let bar = progress(total, &format!("put {remote}"));
@@ -150,6 +152,7 @@ fn fill(file: &tessera_client::File, mut input: Box<dyn Read>, total: u64, local
     let mut offset = 0u64;
     let mut tail_hole = false;
     loop {
+        interrupt.check()?;
         let n = read_full(&mut input, &mut buf).with_context(|| format!("reading {}", local.display()))?;
         if n == 0 {
             break;
