@@ -52,7 +52,7 @@ mod tests {
     }
 
     #[test]
-    fn a_timed_out_login_shuts_the_gate_and_a_success_or_refusal_opens_it() {
+    fn a_timed_out_login_shuts_the_gate_until_its_hold_has_passed() {
         let gate = LoginGate::new("p", Duration::from_secs(60));
         assert!(gate.attempt(|| Err::<(), _>(timeout())).is_err());
         let mut ran = false;
