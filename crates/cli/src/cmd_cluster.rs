@@ -266,17 +266,28 @@ pub fn status(args: StatusArgs) -> Result<()> {
     };
     let config = ClusterConfig::load(&file)?;
     let records = args.dir.as_deref().and_then(|d| read_records(d).ok()).unwrap_or_default();
+    // Every daemon at once: a frozen one costs its probe timeout, and several should not
+    // cost it one after another.
+    let (mds_states, osd_states) = thread::scope(|scope| {
+        let mds: Vec<_> = config.mds.iter().map(|m| scope.spawn(|| probe_mds(&m.addr))).collect();
+        let osds: Vec<_> = (0..config.osds.len()).map(|i| scope.spawn({
+            let config = &config;
+            move || probe_osd(config, i)
+        })).collect();
+        let joined = |handles: Vec<thread::ScopedJoinHandle<'_, Result<String>>>| -> Vec<Result<String>> {
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the probe panicked")))).collect()
+        };
+        (joined(mds), joined(osds))
+    });
     let mut down = 0;
     println!("{:<6} {:<22} {:<6} detail", "daemon", "address", "state");
-    for (i, mds) in config.mds.iter().enumerate() {
-        let state = probe_mds(&mds.addr);
+    for (i, (mds, state)) in config.mds.iter().zip(&mds_states).enumerate() {
         down += state.is_err() as usize;
-        print_state(&format!("mds{i}"), &mds.addr, &state, pid_of(&records, "mds", i));
+        print_state(&format!("mds{i}"), &mds.addr, state, pid_of(&records, "mds", i));
     }
-    for (i, osd) in config.osds.iter().enumerate() {
-        let state = probe_osd(&config, i);
+    for (i, (osd, state)) in config.osds.iter().zip(&osd_states).enumerate() {
         down += state.is_err() as usize;
-        print_state(&format!("osd{i}"), &osd.addr, &state, pid_of(&records, "osd", i));
+        print_state(&format!("osd{i}"), &osd.addr, state, pid_of(&records, "osd", i));
     }
     if down > 0 {
         bail!("{down} daemon(s) down");
