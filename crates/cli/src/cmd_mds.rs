@@ -102,6 +102,12 @@ pub fn run(args: MdsArgs) -> Result<()> {
     let mut clients = cluster.osds.iter().map(|osd| connect_osd(&cluster, osd)).collect::<Result<Vec<_>>>()?;
     let config = SecurityConfig { method: args.security, capability_lifetime: args.capability_lifetime, key_period: args.key_period };
     let manager = args.master_keys.as_deref().map(|dir| security_manager(config, dir, &cluster, &mut clients)).transpose()?;
+    let probes = cluster
+        .osds
+        .iter()
+        .enumerate()
+        .map(|(i, osd)| probe_client(&cluster, osd, manager.as_ref().map(|m| m.source(i as u32))))
+        .collect::<Result<Vec<_>>>()?;
     let clients: Vec<Arc<OsdConn>> = clients.into_iter().map(Arc::new).collect();
     let security = match manager {
         Some(manager) => Some(start_security(&args, manager, &cluster, &clients)?),
@@ -125,7 +131,7 @@ pub fn run(args: MdsArgs) -> Result<()> {
         security,
     };
     let db = db_path(&args.data, args.index);
-    let mds = Arc::new(Mds::open(&db, config, Arc::new(OsdObjects::new(nodes))).with_context(|| format!("opening {}", db.display()))?);
+    let mds = Arc::new(Mds::open(&db, config, Arc::new(OsdObjects::new(nodes).with_probes(probes))).with_context(|| format!("opening {}", db.display()))?);
     tessera_mds::tcp::spawn(listener, mds).context("starting the listener")?;
     println!(
         "{}",
@@ -163,6 +169,22 @@ fn connect_osd(cluster: &ClusterConfig, osd: &OsdEntry) -> Result<OsdConn> {
             Err(e) => bail!("OSD {} ({}): not answering INQUIRY: {e}", osd.addr, osd.target),
         }
     }
+}
+
+/// Longest liveness interval of the sessions that probe OSDs: a probe gives up on a silent OSD
+/// after two, as `tessera status` does (`PROBE_TIMEOUT` there), where the operations' own
+/// sessions wait two of the cluster's (10 s by default). An OSD busy with clients still
+/// answers the probe's NOP-Out ping from its connection's reader thread within that time.
+const PROBE_LIVENESS: Duration = Duration::from_secs(3);
+
+/// The session the liveness probe uses for `osd`: its own, with a liveness interval of at most
+/// [`PROBE_LIVENESS`], logged in on first use. Signs with `credentials` under security.
+fn probe_client(cluster: &ClusterConfig, osd: &OsdEntry, credentials: Option<Arc<dyn tessera_initiator::osd_client::CredentialSource>>) -> Result<OsdConn> {
+    let mut config = cluster.session_config(osd)?;
+    config.liveness = config.liveness.min(PROBE_LIVENESS);
+    let mut client = OsdClient::new(ReconnectingSession::new(&osd.addr, config), osd.lun);
+    client.set_credentials(credentials);
+    Ok(client)
 }
 
 /// Creates the partition unless the root already lists it (NOSEC clusters).

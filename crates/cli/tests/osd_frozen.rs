@@ -165,3 +165,41 @@ fn a_frozen_osd_is_waited_on_once_then_reported_at_once_until_it_thaws() {
     assert!(back == data);
     cluster.stop().unwrap();
 }
+
+/// Goal: the metadata server finds a frozen OSD by itself, in about one probe interval plus
+/// two probe liveness intervals (3 s), whatever the cluster's own liveness interval, and
+/// finds it again when it thaws; no client request is needed for either.
+/// Method: `osd_liveness_secs = 60` in the cluster file before the server restarts, so its
+/// operations' sessions would take two minutes to give up; OSD 1 frozen; the server's record
+/// read with its OsdsDown request until it names OSD 1 (within 60 s), then until it is empty
+/// again after SIGCONT.
+#[test]
+fn the_metadata_server_finds_a_frozen_osd_without_waiting_out_the_cluster_liveness() {
+    let dir = tempfile::Builder::new().prefix("tessera-frozen-").tempdir().unwrap();
+    let mut cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &ClusterSpec::new(2)).unwrap();
+    let mut config = cluster.config().clone();
+    config.osd_liveness_secs = 60;
+    config.save(&cluster.cluster_file()).unwrap();
+    cluster.crash_and_restart_mds(0).unwrap();
+    let down = || {
+        let mut conn = tessera_mds_proto::MdsConnection::connect(config.mds[0].addr.as_str()).unwrap();
+        match conn.call(&tessera_mds_proto::Request::OsdsDown).unwrap() {
+            Ok(tessera_mds_proto::Reply::OsdsDown(v)) => v,
+            other => panic!("OsdsDown answered {other:?}"),
+        }
+    };
+    let until = |want: &[u32], what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while down() != want {
+            assert!(Instant::now() < deadline, "{what} within 60 s");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    until(&[], "both OSDs answer at first");
+    let osd1 = cluster.records().into_iter().find(|r| r.role == "osd" && r.index == 1).expect("OSD 1's record");
+    freeze(osd1.pid);
+    until(&[1], "the server finds OSD 1 frozen");
+    signal(osd1.pid, libc::SIGCONT);
+    until(&[], "the server finds OSD 1 back");
+    cluster.stop().unwrap();
+}

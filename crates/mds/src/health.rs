@@ -170,9 +170,10 @@ impl Watched {
         self.note(osd, op(self.inner.as_ref()))
     }
 
-    /// Asks `osd` for its usage whatever its state, and records the outcome.
+    /// Asks `osd` for its usage whatever its state, on the probe's path, and records the
+    /// outcome.
     pub fn probe(&self, osd: u32) -> Result<OsdUsage, ObjectsError> {
-        self.note(osd, self.inner.usage(osd))
+        self.note(osd, self.inner.probe_usage(osd))
     }
 }
 

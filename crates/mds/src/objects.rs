@@ -75,6 +75,11 @@ pub trait DataObjects: Send + Sync {
     fn set_policy_tag(&self, object: ObjectRef, tag: u32) -> Result<(), ObjectsError>;
     /// OSD `osd`'s capacity and use (root information page).
     fn usage(&self, osd: u32) -> Result<OsdUsage, ObjectsError>;
+    /// [`DataObjects::usage`] for the liveness probe (`health.rs`), on a path that may give up
+    /// on a silent OSD sooner than the operations' own.
+    fn probe_usage(&self, osd: u32) -> Result<OsdUsage, ObjectsError> {
+        self.usage(osd)
+    }
     /// Removes one object; an object that does not exist counts as removed.
     fn remove(&self, object: ObjectRef) -> Result<(), ObjectsError>;
     /// The object's logical length (OSD-2 user object information page, attribute 0x82).
@@ -96,16 +101,25 @@ pub struct ObjectData {
     pub data_modified_ms: u64,
 }
 
-/// One OSD client per storage node, indexed like the cluster map, each with its data partition.
+/// One OSD client per storage node, indexed like the cluster map, each with its data partition;
+/// optionally a second client per node for the liveness probe.
 pub struct OsdObjects<T: ScsiTransport> {
     nodes: Vec<(Arc<OsdClient<T>>, u64)>,
+    probes: Vec<Arc<OsdClient<T>>>,
 }
 
 impl<T: ScsiTransport> OsdObjects<T> {
     /// `nodes[i]` is OSD `i`: its client (owned, or shared with the key rotation) and the
     /// partition holding file data.
     pub fn new<C: Into<Arc<OsdClient<T>>>>(nodes: Vec<(C, u64)>) -> Self {
-        OsdObjects { nodes: nodes.into_iter().map(|(c, p)| (c.into(), p)).collect() }
+        OsdObjects { nodes: nodes.into_iter().map(|(c, p)| (c.into(), p)).collect(), probes: Vec::new() }
+    }
+
+    /// Probes go through `probes[i]` for OSD `i` (a session of their own, whose shorter
+    /// liveness interval finds a frozen OSD sooner) instead of the operations' client.
+    pub fn with_probes(mut self, probes: Vec<OsdClient<T>>) -> Self {
+        self.probes = probes.into_iter().map(Arc::new).collect();
+        self
     }
 
     fn node(&self, osd: u32) -> Result<&(Arc<OsdClient<T>>, u64), ObjectsError> {
@@ -154,17 +168,14 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
 
     fn usage(&self, osd: u32) -> Result<OsdUsage, ObjectsError> {
         let (client, _) = self.node(osd)?;
-        let got = client.get_attributes(tessera_types::ObjectAddr::ROOT, &[ROOT_TOTAL_CAPACITY, ROOT_USED_CAPACITY])?;
-        let number = |id: AttrId| {
-            got.iter().find(|a| a.id == id).and_then(|a| a.value.as_deref()).and_then(tessera_osd_proto::pages::value_u64).ok_or_else(|| {
-                ObjectsError::from(OsdError::Missing {
-                    peer: client.peer(),
-                    service_action: tessera_osd_proto::ServiceAction::GetAttributes,
-                    what: "the root capacity attributes",
-                })
-            })
-        };
-        Ok(OsdUsage { total_bytes: number(ROOT_TOTAL_CAPACITY)?, used_bytes: number(ROOT_USED_CAPACITY)? })
+        usage_of(client)
+    }
+
+    fn probe_usage(&self, osd: u32) -> Result<OsdUsage, ObjectsError> {
+        match self.probes.get(osd as usize) {
+            Some(probe) => usage_of(probe),
+            None => self.usage(osd),
+        }
     }
 
     fn remove(&self, object: ObjectRef) -> Result<(), ObjectsError> {
@@ -218,4 +229,19 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
         let (client, partition) = self.node(osd)?;
         Ok(client.list_all(*partition)?)
     }
+}
+
+/// OSD capacity and use, from the root information page.
+fn usage_of<T: ScsiTransport>(client: &OsdClient<T>) -> Result<OsdUsage, ObjectsError> {
+    let got = client.get_attributes(tessera_types::ObjectAddr::ROOT, &[ROOT_TOTAL_CAPACITY, ROOT_USED_CAPACITY])?;
+    let number = |id: AttrId| {
+        got.iter().find(|a| a.id == id).and_then(|a| a.value.as_deref()).and_then(tessera_osd_proto::pages::value_u64).ok_or_else(|| {
+            ObjectsError::from(OsdError::Missing {
+                peer: client.peer(),
+                service_action: tessera_osd_proto::ServiceAction::GetAttributes,
+                what: "the root capacity attributes",
+            })
+        })
+    };
+    Ok(OsdUsage { total_bytes: number(ROOT_TOTAL_CAPACITY)?, used_bytes: number(ROOT_USED_CAPACITY)? })
 }
