@@ -65,7 +65,13 @@ fn a_frozen_osd_fails_reads_in_bounded_time_and_serves_again_when_thawed() {
     });
     let outcome = rx.recv_timeout(Duration::from_secs(90));
     let waited = started.elapsed();
+    // The session that timed out is not logged in again to resend the read (a frozen OSD
+    // would only hold the resend for a login timeout too): so no login has timed out yet,
+    // and the next read tries one rather than being refused by the login back-off.
+    let mut again = vec![0u8; data.len()];
+    let next = f.pread(0, &mut again).expect_err("still frozen");
     signal(osd1.pid, libc::SIGCONT);
+    assert!(!next.to_string().contains("not tried again"), "the first read logged in again after its session timed out: {next}");
     let err = outcome.expect("the read against a frozen OSD hung").expect_err("a read that needs a frozen OSD fails");
 
     match &err {
@@ -78,7 +84,6 @@ fn a_frozen_osd_fails_reads_in_bounded_time_and_serves_again_when_thawed() {
     assert!(waited < Duration::from_secs(30), "the read gave up after {waited:?}");
 
     // Thawed, the OSD serves the same client and handle again (a new session).
-    let mut again = vec![0u8; data.len()];
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         match f.pread(0, &mut again) {

@@ -236,7 +236,9 @@ impl StripedFile<'_> {
 
 impl StripedFile<'_> {
     /// Sends one command; a transport failure retires the session and sends the command once
-    /// more on a session the pool has looked at. Returns the lease to go on with.
+    /// more on a session the pool has looked at. Returns the lease to go on with. Not after a
+    /// session that timed out (the OSD said nothing for two liveness intervals): a frozen OSD
+    /// would only make the resend's login wait as long again.
     fn send<J>(
         &self,
         lease: Lease,
@@ -246,7 +248,7 @@ impl StripedFile<'_> {
     ) -> Result<Lease, ClientError> {
         match op(&lease, slot.addr, job) {
             Ok(()) => Ok(lease),
-            Err(OsdError::Transport(e)) => {
+            Err(OsdError::Transport(e)) if !e.timed_out() => {
                 tracing::debug!(osd = slot.osd, object = slot.object_id, error = %e, "OSD session lost under a command; sending it again");
                 let again = self.pool.reinstate(&lease, slot.object_id, self.path)?;
                 match op(&again, slot.addr, job) {

@@ -105,9 +105,8 @@ impl Inner {
             });
             if let Err(e) = activity {
                 let _ = self.socket.shutdown(std::net::Shutdown::Both);
-                let secs = self.liveness.as_secs() * 2;
                 match &e {
-                    TransportError::Unresponsive { .. } => self.fail_all_with(|| TransportError::Unresponsive { peer: self.peer.clone(), secs }),
+                    TransportError::Unresponsive { secs, .. } => self.fail_all_with(|| TransportError::Unresponsive { peer: self.peer.clone(), secs: *secs }),
                     _ => self.fail_all(),
                 }
                 return Err(e);

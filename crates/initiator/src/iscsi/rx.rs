@@ -34,11 +34,22 @@ pub(crate) fn read_one(inner: &Inner, reader: &mut PduReader<TcpStream>) -> Resu
             if !matches!(e, ReadError::Closed) && !inner.closed.load(Ordering::Acquire) {
                 debug!(peer = %inner.peer, error = %e, "session connection failed");
             }
-            return Err(super::login::read_err(&inner.peer, e));
+            return Err(stalled(inner, super::login::read_err(&inner.peer, e)));
         }
     };
-    handle(inner, reader, inc).inspect_err(|e| warn!(peer = %inner.peer, error = %e, "closing session"))?;
+    handle(inner, reader, inc).map_err(|e| stalled(inner, e)).inspect_err(|e| warn!(peer = %inner.peer, error = %e, "closing session"))?;
     Ok(Activity::Handled)
+}
+
+/// A read that timed out part-way through a PDU (the target stopped mid-send for a whole
+/// liveness interval) said as the liveness check says it, rather than as the socket's EAGAIN.
+fn stalled(inner: &Inner, e: TransportError) -> TransportError {
+    match e {
+        TransportError::Io { ref source, .. } if matches!(source.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+            TransportError::Unresponsive { peer: inner.peer.clone(), secs: inner.liveness.as_secs() }
+        }
+        other => other,
+    }
 }
 
 /// Updates ExpStatSN and the CmdSN window from a target PDU (RFC 7143 §4.2.2.1: MaxCmdSN only
