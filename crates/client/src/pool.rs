@@ -13,8 +13,9 @@
 //! discarded; the next caller of its slot logs in again. A session idle for a while is looked at
 //! before it is lent (a peek at its socket that never blocks): one whose target went away
 //! meanwhile, e.g. an OSD restarted while this client was quiet, is replaced instead of failing
-//! the next command. A striped READ or WRITE whose session dies under it is sent once more on
-//! the same slot, logged in again ([`OsdPool::reinstate`], `striped_io.rs`). After a login
+//! the next command. A striped READ or WRITE whose session dies under it (but not of the
+//! OSD's silence) is sent once more on the same slot, logged in again ([`OsdPool::reinstate`],
+//! `striped_io.rs`). After a login
 //! to an OSD times out, its other slots fail at once for a liveness interval ([`LoginGate`])
 //! instead of each waiting out the timeout: a read striped over a stopped OSD fails in one
 //! login timeout, not one per session.
