@@ -9,36 +9,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::tessera_exe;
+use common::{freeze, signal, tessera_exe};
 use tessera_cli::cluster::{ClusterSpec, LocalCluster};
 use tessera_client::{Client, ClientError, StripeHint};
 
 const STRIPE: u64 = 64 << 10;
-
-fn signal(pid: u32, sig: libc::c_int) {
-    // SAFETY: kill(2) on a daemon this test started.
-    assert_eq!(unsafe { libc::kill(pid as libc::pid_t, sig) }, 0, "signal {sig} to {pid}");
-}
-
-/// SIGSTOP, then waits until every thread of `pid` has stopped: kill(2) returns once the
-/// signal is queued, and a thread already running may still answer a command meanwhile.
-fn freeze(pid: u32) {
-    signal(pid, libc::SIGSTOP);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
-        let stopped = tasks.flatten().all(|t| {
-            let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
-            // The state follows the parenthesised command name.
-            stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) == Some("T")
-        });
-        if stopped {
-            return;
-        }
-        assert!(Instant::now() < deadline, "OSD {pid} did not stop within 10 s of SIGSTOP");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 #[test]
 fn a_frozen_osd_fails_reads_in_bounded_time_and_serves_again_when_thawed() {

@@ -5,11 +5,17 @@
 //!
 //! A connection kept idle between calls can die without anyone noticing, for instance when its
 //! server restarts. [`MdsConnection::is_open`] tells, before a request is sent on it.
+//!
+//! A call whose reply is slow asks, after [`PROBE_AFTER`] of silence, whether the server still
+//! answers a cheap request on a new connection. A server that is busy with this request (it
+//! waits on an OSD, say) answers, and the call waits on, up to its timeout. A stopped or hung
+//! server, or one whose host is cut off, does not, and the call fails then
+//! ([`ConnectionError::Silent`]) instead of at its timeout.
 
 use std::io::{self, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
@@ -18,6 +24,11 @@ use crate::{encode_request_frame, frame_body_len, DecodeError, Frame, FsError, M
 /// How long a call waits for its reply by default before the connection is given up. Generous:
 /// a create may wait for CREATE on every OSD of its stripe when a pool runs dry.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Silence after which a waiting call asks the server whether it is still there.
+pub const PROBE_AFTER: Duration = Duration::from_secs(5);
+/// How long that question may take, connection included.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Bytes read from the socket at a time: a reply's header and body usually arrive in one read.
 const READ_BUFFER: usize = 16 * 1024;
@@ -37,6 +48,9 @@ pub enum ConnectionError {
     /// address that is not a metadata server's.
     #[error("no reply within {secs} s (is the metadata server stopped or hung, or is this address another daemon's?)")]
     NoReply { secs: u64 },
+    /// No reply for a while, and the server did not answer a new connection's request either.
+    #[error("no reply for {secs} s, and no answer on a new connection either (is the metadata server stopped or hung, or its host cut off?)")]
+    Silent { secs: u64 },
 }
 
 /// What to check when nothing listens at the address.
@@ -87,7 +101,8 @@ impl MdsConnection {
         }
         let stream = connected.ok_or(last)?;
         stream.set_nodelay(true)?;
-        stream.set_read_timeout(Some(timeout))?;
+        // Reads wake at least every PROBE_AFTER, so a silence can be looked into (`read_reply`).
+        stream.set_read_timeout(Some(timeout.min(PROBE_AFTER)))?;
         stream.set_write_timeout(Some(timeout))?;
         let reader = BufReader::with_capacity(READ_BUFFER, stream.try_clone()?);
         Ok(MdsConnection { stream, reader, next_id: 1, timeout })
@@ -102,11 +117,13 @@ impl MdsConnection {
             _ => ConnectionError::Io(e),
         };
         self.stream.write_all(&encode_request_frame(request_id, request)).map_err(timed_out)?;
+        let deadline = Instant::now() + self.timeout;
+        let since = Instant::now();
         let mut header = [0u8; FRAME_HEADER_LEN];
-        self.reader.read_exact(&mut header).map_err(timed_out)?;
+        self.read_reply(&mut header, deadline, since)?;
         // Checked before allocating, so a hostile length costs nothing.
         let mut body = vec![0u8; frame_body_len(header)?];
-        self.reader.read_exact(&mut body).map_err(timed_out)?;
+        self.read_reply(&mut body, deadline, since)?;
         let frame = Frame::decode_body(&body)?;
         if frame.request_id != request_id {
             return Err(ConnectionError::Mismatch { expected: request_id, got: frame.request_id });
@@ -115,6 +132,33 @@ impl MdsConnection {
             Message::Reply(r) => Ok(r),
             Message::Request(_) => Err(ConnectionError::NotAReply),
         }
+    }
+
+    /// Fills `buf` from the reply stream. Each read waits at most [`PROBE_AFTER`]; a silence
+    /// that long is answered by [`server_answers`], and the call fails when the server does not
+    /// answer that either, or when `deadline` has passed.
+    fn read_reply(&mut self, buf: &mut [u8], deadline: Instant, since: Instant) -> Result<(), ConnectionError> {
+        let mut got = 0;
+        while got < buf.len() {
+            match self.reader.read(&mut buf[got..]) {
+                Ok(0) => return Err(ConnectionError::Io(io::ErrorKind::UnexpectedEof.into())),
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                    // Too little time left to ask (a probe's own connection never asks, as
+                    // its timeout is the probe's): the timeout stands.
+                    if Instant::now() + PROBE_TIMEOUT >= deadline {
+                        return Err(ConnectionError::NoReply { secs: self.timeout.as_secs() });
+                    }
+                    let Ok(peer) = self.stream.peer_addr() else { return Err(ConnectionError::Io(e)) };
+                    if !server_answers(peer) {
+                        return Err(ConnectionError::Silent { secs: since.elapsed().as_secs() });
+                    }
+                }
+                Err(e) => return Err(ConnectionError::Io(e)),
+            }
+        }
+        Ok(())
     }
 
     /// Whether an idle connection can carry a request: nothing is waiting to be read on it. No
@@ -132,6 +176,12 @@ impl MdsConnection {
         };
         n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
     }
+}
+
+/// Whether the server at `peer` answers a request that needs nothing but its event loop
+/// (the cluster map), on a new connection, within [`PROBE_TIMEOUT`].
+fn server_answers(peer: std::net::SocketAddr) -> bool {
+    MdsConnection::connect_with_timeout(peer, PROBE_TIMEOUT).and_then(|mut c| Ok(c.call(&Request::ClusterMap))).is_ok_and(|r| r.is_ok())
 }
 
 #[cfg(test)]
