@@ -9,7 +9,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{freeze, signal, tessera_exe};
+use common::{cluster_with_liveness, freeze, signal, tessera_exe};
 use tessera_cli::cluster::{ClusterSpec, LocalCluster};
 use tessera_client::{Client, ClientError, StripeHint};
 
@@ -87,11 +87,7 @@ fn a_frozen_osd_fails_reads_in_bounded_time_and_serves_again_when_thawed() {
 fn a_frozen_osd_is_waited_on_once_then_reported_at_once_until_it_thaws() {
     let dir = tempfile::Builder::new().prefix("tessera-frozen-").tempdir().unwrap();
     let spec = ClusterSpec { stripe_unit: STRIPE, stripe_count: 2, ..ClusterSpec::new(2) };
-    let mut cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &spec).unwrap();
-    let mut config = cluster.config().clone();
-    config.osd_liveness_secs = 1;
-    config.save(&cluster.cluster_file()).unwrap();
-    cluster.crash_and_restart_mds(0).unwrap();
+    let (cluster, config) = cluster_with_liveness(dir.path(), &spec, 1);
     let login_timeout = Duration::from_secs(2 * config.osd_liveness_secs);
 
     let writer = Client::connect(&config).unwrap();
@@ -156,11 +152,7 @@ fn a_frozen_osd_is_waited_on_once_then_reported_at_once_until_it_thaws() {
 #[test]
 fn the_metadata_server_finds_a_frozen_osd_without_waiting_out_the_cluster_liveness() {
     let dir = tempfile::Builder::new().prefix("tessera-frozen-").tempdir().unwrap();
-    let mut cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &ClusterSpec::new(2)).unwrap();
-    let mut config = cluster.config().clone();
-    config.osd_liveness_secs = 60;
-    config.save(&cluster.cluster_file()).unwrap();
-    cluster.crash_and_restart_mds(0).unwrap();
+    let (cluster, config) = cluster_with_liveness(dir.path(), &ClusterSpec::new(2), 60);
     let down = || {
         let mut conn = tessera_mds_proto::MdsConnection::connect(config.mds[0].addr.as_str()).unwrap();
         match conn.call(&tessera_mds_proto::Request::OsdsDown).unwrap() {

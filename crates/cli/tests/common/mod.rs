@@ -115,3 +115,24 @@ pub fn freeze(pid: u32) {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// A local cluster whose cluster file sets `osd_liveness_secs = secs`, its metadata server
+/// restarted so that its own sessions use it too; the cluster and the file's contents.
+pub fn cluster_with_liveness(dir: &Path, spec: &tessera_cli::cluster::ClusterSpec, secs: u64) -> (tessera_cli::cluster::LocalCluster, tessera_client::ClusterConfig) {
+    let mut cluster = tessera_cli::cluster::LocalCluster::start_spec(tessera_exe(), dir, spec).unwrap();
+    let mut config = cluster.config().clone();
+    config.osd_liveness_secs = secs;
+    config.save(&cluster.cluster_file()).unwrap();
+    cluster.crash_and_restart_mds(0).unwrap();
+    (cluster, config)
+}
+
+/// Runs `f` with `pid` frozen ([`freeze`]), then thaws it; `f`'s result and how long it took.
+pub fn while_frozen<T>(pid: u32, f: impl FnOnce() -> T) -> (T, Duration) {
+    freeze(pid);
+    let started = Instant::now();
+    let result = f();
+    let took = started.elapsed();
+    signal(pid, libc::SIGCONT);
+    (result, took)
+}
