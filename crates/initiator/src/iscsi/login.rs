@@ -34,6 +34,17 @@ pub(crate) fn io_err(peer: &str, e: impl Into<std::io::Error>) -> TransportError
     TransportError::Io { peer: peer.to_string(), source: e.into() }
 }
 
+/// A socket read that timed out (`e`), said as the liveness check says it: the peer did not
+/// answer for `secs`. Any other error is returned as it is.
+pub(crate) fn as_unresponsive(e: TransportError, peer: &str, secs: u64) -> TransportError {
+    match e {
+        TransportError::Io { ref source, .. } if matches!(source.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+            TransportError::Unresponsive { peer: peer.to_string(), secs }
+        }
+        other => other,
+    }
+}
+
 pub(crate) fn read_err(peer: &str, e: tessera_iscsi::ReadError) -> TransportError {
     match e {
         tessera_iscsi::ReadError::Closed => TransportError::SessionClosed { peer: peer.to_string() },

@@ -42,14 +42,9 @@ pub(crate) fn read_one(inner: &Inner, reader: &mut PduReader<TcpStream>) -> Resu
 }
 
 /// A read that timed out part-way through a PDU (the target stopped mid-send for a whole
-/// liveness interval) said as the liveness check says it, rather than as the socket's EAGAIN.
+/// liveness interval), said as the liveness check says it rather than as the socket's EAGAIN.
 fn stalled(inner: &Inner, e: TransportError) -> TransportError {
-    match e {
-        TransportError::Io { ref source, .. } if matches!(source.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-            TransportError::Unresponsive { peer: inner.peer.clone(), secs: inner.liveness.as_secs() }
-        }
-        other => other,
-    }
+    super::login::as_unresponsive(e, &inner.peer, inner.liveness.as_secs())
 }
 
 /// Updates ExpStatSN and the CmdSN window from a target PDU (RFC 7143 §4.2.2.1: MaxCmdSN only

@@ -257,13 +257,8 @@ impl Session {
         let max_recv = neg.params.initiator_max_recv_data_segment_len;
         let mut reader = PduReader::new(stream.try_clone().map_err(|e| io_err(&peer, e))?, max_recv);
         let mut writer = PduWriter::new(stream.try_clone().map_err(|e| io_err(&peer, e))?);
-        let result = login(&mut reader, &mut writer, config.isid, neg, config.chap, &peer).map_err(|e| match e {
-            // Said as the liveness check says it, with how long it waited.
-            TransportError::Io { source, .. } if source.kind() == std::io::ErrorKind::TimedOut => {
-                TransportError::Unresponsive { peer: peer.clone(), secs: (config.liveness * 2).as_secs() }
-            }
-            other => other,
-        })?;
+        let login_secs = (config.liveness * 2).as_secs();
+        let result = login(&mut reader, &mut writer, config.isid, neg, config.chap, &peer).map_err(|e| super::login::as_unresponsive(e, &peer, login_secs))?;
         let params = result.params;
         reader.digests.header = params.header_digest;
         reader.digests.data = params.data_digest;
