@@ -4,7 +4,7 @@
 //! `tessera_cli` library; this file only parses arguments.
 
 use clap::{Args, Parser, Subcommand};
-use tessera_cli::fs::{mv, namespace, objects, repair, stripe, transfer};
+use tessera_cli::fs::{df, mv, namespace, objects, repair, stripe, transfer};
 use tessera_cli::{bench, cmd_cluster, cmd_mds, cmd_osd, demo};
 
 #[derive(Parser)]
@@ -72,7 +72,11 @@ enum Command {
     /// Get, set or list OSD attributes of a file's data objects.
     Attr(objects::AttrArgs),
     /// Capacity and use of every OSD, and the namespace's inode counts.
-    Df(objects::DfArgs),
+    ///
+    /// `size` is an OSD's formatted capacity; `avail` is what it can still take, no more than
+    /// the file system under it has free. OSDs that share one file system (all of a local
+    /// cluster's) are named below the table, and the total counts that file system once.
+    Df(df::DfArgs),
     /// Find objects on the OSDs that no file accounts for (orphans); --remove removes them.
     Repair(repair::RepairArgs),
     /// Start a target in a temporary directory, exercise it, and run a short benchmark.
@@ -126,7 +130,7 @@ fn main() {
         Command::Setstripe(args) => stripe::setstripe(args),
         Command::Getstripe(args) => stripe::getstripe(args),
         Command::Attr(args) => objects::attr(args),
-        Command::Df(args) => objects::df(args),
+        Command::Df(args) => df::df(args),
         Command::Repair(args) => repair::repair(args),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args.which, args.common),

@@ -214,6 +214,18 @@ fn namespace_commands_and_their_errors() {
     // The OSDs hold no data objects once every file is removed.
     let df = stdout(&c.ok(&["df"]));
     assert!(df.contains("namespace: 0 files, 1 directories"), "{df}");
+    // Both OSDs live on the test's one file system: each is formatted to its size, and the
+    // total counts that file system once, with no more free space than it has.
+    let row = |name: &str| -> Vec<String> {
+        let line = df.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} row: {df}"));
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        // name, [portal], size and unit, used and unit, avail and unit, use%.
+        let tail = &cells[cells.len() - 7..];
+        vec![format!("{} {}", tail[0], tail[1]), format!("{} {}", tail[4], tail[5])]
+    };
+    assert_eq!(row("osd0"), row("osd1"), "{df}");
+    assert_eq!(row("total"), row("osd0"), "a shared file system counts once: {df}");
+    assert!(df.contains("osd0, osd1 share one file system"), "{df}");
 }
 
 #[test]

@@ -74,8 +74,17 @@ fn a_full_disk_under_an_osd_is_enospc_and_keeps_data_readable() {
     doomed.fsync().unwrap();
     let before = objects_on_disk(&osd_data);
 
+    let free = |client: &Client| {
+        let usage = client.osd_usage().unwrap();
+        assert!(usage[0].fs.is_some(), "the OSD reports its file system: {usage:?}");
+        usage[0].avail_bytes()
+    };
+    assert!(free(&client) > 8 << 20, "most of the tmpfs is free: {}", free(&client));
+
     let filler = dir.path().join("filler");
     fill(&filler);
+    // The OSD's formatted capacity is barely used, but its disk is full: df says so.
+    assert!(free(&client) < 1 << 20, "a full disk leaves no space to write: {}", free(&client));
 
     let err = client.create("/big", 0o644, one).and_then(|b| b.pwrite(0, &vec![1u8; 8 << 20]).map(drop)).unwrap_err();
     assert_eq!(err.errno(), 28, "a write that does not fit is ENOSPC: {err}");
@@ -88,6 +97,7 @@ fn a_full_disk_under_an_osd_is_enospc_and_keeps_data_readable() {
     assert!(objects_on_disk(&osd_data) < before, "the removed file's object left the disk");
 
     std::fs::remove_file(&filler).unwrap();
+    assert!(free(&client) > 8 << 20, "the space is back: {}", free(&client));
     let again = client.create("/again", 0o644, one).unwrap();
     again.pwrite(0, &kept).unwrap();
     again.fsync().unwrap();

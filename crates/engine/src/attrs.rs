@@ -12,7 +12,8 @@ use tessera_types::{limits, ObjectAddr};
 use crate::db::{attrs as stored, objects};
 use crate::error::{CommandError, StorageError};
 use crate::object::{timestamp_bytes, ObjectKind, ObjectRow};
-use crate::pages::{self, current, info, times, PageClass, Settable, PAGE_IDENTIFICATION};
+use crate::pages::{self, backing, current, info, times, PageClass, Settable, PAGE_IDENTIFICATION};
+use crate::store::ObjectData;
 use crate::quotas;
 
 /// Identification strings of this device (root information page; space-padded ASCII, as in
@@ -74,6 +75,8 @@ fn hex(bytes: &[u8]) -> String {
 /// Everything needed to read one object's attributes.
 pub struct Reader<'a> {
     pub conn: &'a Connection,
+    /// The object data store, for the root's backing page.
+    pub data: &'a dyn ObjectData,
     pub facts: &'a DeviceFacts,
     pub current: &'a CurrentCommand,
 }
@@ -102,8 +105,21 @@ impl Reader<'_> {
             PageClass::Timestamps => Ok(timestamp(row, number)),
             PageClass::Collections => Ok(stored::membership(self.conn, row.addr, number)?.map(be8)),
             PageClass::Stored => stored::get(self.conn, row.addr, page, number),
+            PageClass::Backing => self.backing(number),
             PageClass::Unsupported => Ok(None),
         }
+    }
+
+    /// The root's backing page: the file system under the store now (store/space.rs).
+    /// Undefined for a store with none.
+    fn backing(&self, number: u32) -> Result<Option<Vec<u8>>, StorageError> {
+        let Some(space) = self.data.backing_space()? else { return Ok(None) };
+        Ok(match number {
+            backing::FS_ID => Some(be8(space.fs_id)),
+            backing::FS_SIZE => Some(be8(space.size_bytes)),
+            backing::FS_AVAILABLE => Some(be8(space.avail_bytes)),
+            _ => None,
+        })
     }
 
     fn information(&self, row: &ObjectRow, page: u32, number: u32) -> Result<Option<Vec<u8>>, StorageError> {

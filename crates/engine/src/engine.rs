@@ -89,15 +89,7 @@ fn random_system_id() -> Result<[u8; 20], StorageError> {
 
 /// Size of the file system holding `dir` (the default formatted capacity).
 pub(crate) fn filesystem_bytes(dir: &Path) -> Result<u64, StorageError> {
-    use std::os::unix::ffi::OsStrExt;
-    let c_path = std::ffi::CString::new(dir.as_os_str().as_bytes())
-        .map_err(|_| StorageError::Io { op: IoOp::Stat, source: std::io::Error::from(std::io::ErrorKind::InvalidInput) })?;
-    // SAFETY: statvfs writes only into the zeroed struct we pass; the path is NUL-terminated.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c_path.as_ptr(), &mut st) } != 0 {
-        return Err(StorageError::Io { op: IoOp::Stat, source: std::io::Error::last_os_error() });
-    }
-    Ok(st.f_blocks as u64 * st.f_frsize as u64)
+    Ok(crate::store::space::of_dir(dir)?.size_bytes)
 }
 
 impl Engine {
@@ -279,7 +271,7 @@ impl Engine {
             row = rows::load(c, addr)?.ok_or(CommandError::NoSuchObject { addr, field: CDB_OBJECT_ID })?;
         }
         let facts = self.facts(cx.now_ms);
-        let retrieved = Reader { conn: c, facts: &facts, current: &cx.current }.retrieve(&row, &cx.req.get_attrs)?;
+        let retrieved = Reader { conn: c, data: &*self.data, facts: &facts, current: &cx.current }.retrieve(&row, &cx.req.get_attrs)?;
         if cx.update_ts && self.access_is_stale(row.times.attr_accessed_ms, cx.now_ms) {
             rows::touch(c, addr, Touch::AttrAccessed, cx.now_ms)?;
         }
@@ -331,7 +323,7 @@ impl Engine {
         let (row, retrieved) = self.db.read(|c| {
             let row = load(c)?;
             current.object.get_or_insert((row.kind, addr));
-            let retrieved = Reader { conn: c, facts: &facts, current: &*current }.retrieve(&row, get)?;
+            let retrieved = Reader { conn: c, data: &*self.data, facts: &facts, current: &*current }.retrieve(&row, get)?;
             Ok::<_, CommandError>((row, retrieved))
         })?;
         if cacheable {

@@ -136,7 +136,7 @@ impl Engine {
         let current = cx.current;
         let (kind, entries) = self.db.read(|c| {
             let kind = self.require(c, addr, kinds)?.kind;
-            let reader = Reader { conn: c, facts: &facts, current: &current };
+            let reader = Reader { conn: c, data: &*self.data, facts: &facts, current: &current };
             let mut entries = Vec::new();
             let mut size = LIST_HEADER_LEN as u64;
             let mut from = initial_oid;

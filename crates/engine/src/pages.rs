@@ -15,6 +15,9 @@ pub mod rel {
     pub const COLLECTIONS: u32 = 4;
     /// Policy/security: stored as given (the policy/access tag; docs/security.md).
     pub const POLICY: u32 = 5;
+    /// Tessera's page of the root in the vendor-specific range (relative 8000h..EFFFh): the
+    /// file system under the store ([`super::backing`]).
+    pub const BACKING: u32 = 0x8000;
     /// First application-defined page.
     pub const APPLICATION_FIRST: u32 = 0x1_0000;
     /// Size of each object type's page range.
@@ -65,6 +68,16 @@ pub mod info {
     pub const CLOCK: u32 = 0x100;
 }
 
+/// The root's backing page (Tessera's, vendor-specific): the file system holding the store,
+/// as it is when asked (store/space.rs). All 8-byte values, read-only.
+pub mod backing {
+    /// Equal for OSDs sharing one file system of one host.
+    pub const FS_ID: u32 = 0x1;
+    pub const FS_SIZE: u32 = 0x2;
+    /// Bytes a write may still use on that file system (any user's files count against it).
+    pub const FS_AVAILABLE: u32 = 0x3;
+}
+
 /// Quotas page numbers (all 8-byte values; all-ones = no limit).
 pub mod quota {
     /// Root and partition: default maximum user object length; user object: its maximum.
@@ -97,6 +110,8 @@ pub enum PageClass {
     /// User objects' collections page (membership).
     Collections,
     CurrentCommand,
+    /// The root's backing page (Tessera's): the file system under the store.
+    Backing,
     /// Application-defined or any-type page: values stored as given.
     Stored,
     /// A reserved standard page, or another object type's page: nothing there.
@@ -121,6 +136,7 @@ pub fn classify(kind: ObjectKind, page: u32) -> PageClass {
         rel::TIMESTAMPS => PageClass::Timestamps,
         rel::COLLECTIONS if kind == ObjectKind::User => PageClass::Collections,
         rel::POLICY => PageClass::Stored,
+        rel::BACKING if kind == ObjectKind::Root => PageClass::Backing,
         r if r >= rel::APPLICATION_FIRST => PageClass::Stored,
         _ => PageClass::Unsupported,
     }
@@ -136,6 +152,9 @@ pub fn standard_pages(kind: ObjectKind) -> Vec<u32> {
     rels.push(rel::TIMESTAMPS);
     if kind == ObjectKind::User {
         rels.push(rel::COLLECTIONS);
+    }
+    if kind == ObjectKind::Root {
+        rels.push(rel::BACKING);
     }
     rels.into_iter().map(|r| base + r).collect()
 }
@@ -196,6 +215,7 @@ pub fn defined_numbers(kind: ObjectKind, class: PageClass) -> &'static [u32] {
             times::DATA_MODIFIED,
         ],
         (PageClass::CurrentCommand, _) => current::NUMBERS,
+        (PageClass::Backing, Root) => &[PAGE_IDENTIFICATION, backing::FS_ID, backing::FS_SIZE, backing::FS_AVAILABLE],
         _ => &[PAGE_IDENTIFICATION],
     }
 }
@@ -248,6 +268,7 @@ pub fn identification(kind: ObjectKind, class: PageClass) -> Option<[u8; PAGE_ID
         PageClass::Timestamps => "Timestamps",
         PageClass::Collections => "Collections",
         PageClass::CurrentCommand => return Some(pad_identification("INCITS  ", "T10 Current Command")),
+        PageClass::Backing => return Some(pad_identification("TESSERA ", "Tessera Root Backing File System")),
         PageClass::Stored | PageClass::Unsupported => return None,
     };
     Some(pad_identification("INCITS  ", &format!("T10 {type_name} {page_name}")))

@@ -53,7 +53,7 @@ impl Engine {
         let current = cx.current;
         let found = self.db.read(|c| {
             self.require(c, addr, &[ObjectKind::Collection])?;
-            let reader = Reader { conn: c, facts: &facts, current: &current };
+            let reader = Reader { conn: c, data: &*self.data, facts: &facts, current: &current };
             let mut found = Vec::new();
             for oid in all_members(c, addr)? {
                 if found.len() >= room {
@@ -82,7 +82,7 @@ impl Engine {
         let current = cx.current;
         let per_object = self.db.read(|c| {
             self.require(c, addr, &[ObjectKind::Collection])?;
-            let reader = Reader { conn: c, facts: &facts, current: &current };
+            let reader = Reader { conn: c, data: &*self.data, facts: &facts, current: &current };
             let mut out: Vec<MemberAttr> = Vec::new();
             for oid in all_members(c, addr)? {
                 if let Some(row) = rows::load(c, ObjectAddr::new(addr.partition_id.0, oid))? {
@@ -123,7 +123,7 @@ impl Engine {
                 }
                 if attrs::gets_anything(&cx.req.get_attrs) {
                     let row = rows::load(c, *member)?.unwrap_or(row);
-                    let reader = Reader { conn: c, facts: &facts, current: &cx.current };
+                    let reader = Reader { conn: c, data: &*self.data, facts: &facts, current: &cx.current };
                     let attrs = reader.retrieve(&row, &cx.req.get_attrs)?;
                     out.extend(attrs.into_iter().map(|attr| MemberAttr { object_id: member.object_id.0, attr }));
                 }

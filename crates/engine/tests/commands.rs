@@ -275,3 +275,24 @@ fn requested_ids_start_empty_whether_used_before_or_never() {
         assert_eq!(osd.get1(ObjectAddr::new(pid, oid), 1, 0x82).map(|v| be_bytes(&v)), Some(0));
     }
 }
+
+/// The root's backing page reports the file system under the store as it is now (not the
+/// formatted capacity, which config() sets to 1 TiB here); it is listed in the root's
+/// directory and cannot be set.
+#[test]
+fn the_root_backing_page_reports_the_file_system_under_the_store() {
+    const BACKING: u32 = 0x9000_8000;
+    let osd = Osd::new();
+    let fs = tessera_engine::store::space::of_dir(osd.dir.path()).unwrap();
+    let got = |n| osd.get1(ObjectAddr::ROOT, BACKING, n).map(|v| be_bytes(&v));
+    assert_eq!(got(1), Some(fs.fs_id));
+    assert_eq!(got(2), Some(fs.size_bytes));
+    assert_ne!(got(2), osd.get1(ObjectAddr::ROOT, 0x9000_0001, 0x80).map(|v| be_bytes(&v)), "not the formatted capacity");
+    let avail = got(3).unwrap();
+    assert!(avail <= fs.size_bytes && avail.abs_diff(fs.avail_bytes) < 64 << 20, "{avail} against {fs:?}");
+    let directory = osd.get(ObjectAddr::ROOT, &[AttrId::new(0x9000_0000, u32::MAX)]);
+    assert!(directory.iter().any(|a| a.id.number == BACKING), "listed in the root directory page: {directory:?}");
+    let identification = osd.get1(ObjectAddr::ROOT, BACKING, 0).unwrap();
+    assert!(identification.starts_with(b"TESSERA "), "{identification:?}");
+    assert_eq!(osd.set(ObjectAddr::ROOT, BACKING, 3, &[0; 8]).unwrap_err().sense().asc_ascq(), 0x2600, "read-only");
+}

@@ -54,36 +54,3 @@ pub fn decode_grant(r: &mut Reader, objects: usize) -> Result<Grant, DecodeError
     }
     Ok(grant)
 }
-
-/// One OSD's capacity and use, from its root information page.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OsdUsage {
-    pub total_bytes: u64,
-    pub used_bytes: u64,
-}
-
-impl OsdUsage {
-    /// What the metadata server reports for an OSD that did not answer.
-    pub const UNREACHABLE: OsdUsage = OsdUsage { total_bytes: u64::MAX, used_bytes: u64::MAX };
-
-    pub fn reachable(&self) -> bool {
-        *self != Self::UNREACHABLE
-    }
-}
-
-pub fn encode_usage(usage: &[OsdUsage], w: &mut Writer) {
-    w.count(usage.len(), OSDS_MAX);
-    for u in usage {
-        w.u64(u.total_bytes);
-        w.u64(u.used_bytes);
-    }
-}
-
-pub fn decode_usage(r: &mut Reader) -> Result<Vec<OsdUsage>, DecodeError> {
-    let n = r.count("OSD usage entries", OSDS_MAX, 16)?;
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        out.push(OsdUsage { total_bytes: r.u64()?, used_bytes: r.u64()? });
-    }
-    Ok(out)
-}

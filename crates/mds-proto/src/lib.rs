@@ -7,7 +7,8 @@
 //! - [`wire`]: the bounded reader/writer every message codec is built from.
 //! - [`types`]: inode ids (home server in the high bits), attributes, layouts, directory entries.
 //! - [`error`]: [`FsError`], the errno-like result of a namespace operation, and [`DecodeError`].
-//! - [`grant`]: the capabilities and capability keys a layout comes with, and OSD usage.
+//! - [`grant`]: the capabilities and capability keys a layout comes with.
+//! - [`usage`]: each OSD's capacity, use and backing file system, for `df`.
 //! - [`request`] / [`reply`]: one variant per operation, hand-written encode/decode each.
 //! - [`frame`]: length-prefixed frames carrying a request id and one message.
 //! - [`connection`]: [`MdsConnection`], frames over TCP, one request at a time.
@@ -22,11 +23,13 @@ pub mod limits;
 pub mod reply;
 pub mod request;
 pub mod types;
+pub mod usage;
 pub mod wire;
 
 pub use connection::{ConnectionError, MdsConnection};
 pub use error::{DecodeError, FsError};
-pub use grant::{Grant, ObjectCredential, OsdUsage};
+pub use grant::{Grant, ObjectCredential};
+pub use usage::{FsSpace, OsdUsage};
 pub use frame::{decode_frame, encode_frame, encode_request_frame, frame_body_len, Frame, Message, FRAME_HEADER_LEN};
 pub use reply::Reply;
 pub use request::Request;

@@ -4,7 +4,8 @@
 //! which the fuzzer and packet captures rely on.
 
 use crate::error::{DecodeError, FsError};
-use crate::grant::{decode_grant, decode_usage, encode_grant, encode_usage, Grant, OsdUsage};
+use crate::grant::{decode_grant, encode_grant, Grant};
+use crate::usage::{decode_usage, encode_usage, OsdUsage};
 use crate::limits::{ORPHANS_LISTED_MAX, OSDS_MAX, READDIR_ENTRIES_MAX, SYMLINK_LEN_MAX};
 use crate::types::{Attr, ClusterMap, DirEntry, FileLayout, ObjectRef, StatFs, StripeHint};
 use crate::wire::{Reader, Writer};

@@ -103,8 +103,15 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
         (prop::collection::vec((name(), attr()).prop_map(|(name, attr)| DirEntry { name, attr }), 0..20), any::<bool>())
             .prop_map(|(entries, more)| Reply::DirPage { entries, more }),
         layout_and_grant().prop_map(|(layout, grant)| Reply::Layout { layout, grant }),
-        prop::collection::vec(any::<(u64, u64)>(), 0..8)
-            .prop_map(|v| Reply::OsdUsage(v.into_iter().map(|(total_bytes, used_bytes)| OsdUsage { total_bytes, used_bytes }).collect())),
+        prop::collection::vec((any::<(u64, u64)>(), prop::option::of(any::<(u64, u64, u64)>())), 0..8).prop_map(|v| Reply::OsdUsage(
+            v.into_iter()
+                .map(|((total_bytes, used_bytes), fs)| OsdUsage {
+                    total_bytes,
+                    used_bytes,
+                    fs: fs.map(|(id, size_bytes, avail_bytes)| FsSpace { id, size_bytes, avail_bytes }),
+                })
+                .collect()
+        )),
         prop::option::of(hint()).prop_map(Reply::DirStripe),
         (prop::collection::vec(any::<(u32, u64)>(), 0..20), 0u64..1000).prop_map(|(v, extra)| Reply::Repair {
             found: v.len() as u64 + extra,

@@ -5,8 +5,11 @@
 use std::sync::Arc;
 
 use tessera_initiator::osd_client::{OsdClient, OsdError};
-use tessera_mds_proto::{FsError, ObjectRef, OsdUsage};
-use tessera_osd_proto::pages::{ROOT_TOTAL_CAPACITY, ROOT_USED_CAPACITY, USER_OBJECT_DATA_MODIFIED, USER_OBJECT_LOGICAL_LENGTH};
+use tessera_mds_proto::{FsError, FsSpace, ObjectRef, OsdUsage};
+use tessera_osd_proto::pages::{
+    ROOT_BACKING_FS_AVAILABLE, ROOT_BACKING_FS_ID, ROOT_BACKING_FS_SIZE, ROOT_TOTAL_CAPACITY, ROOT_USED_CAPACITY, USER_OBJECT_DATA_MODIFIED,
+    USER_OBJECT_LOGICAL_LENGTH,
+};
 use tessera_osd_proto::{AttrId, Attribute, Command, OsdRequestBuilder};
 use tessera_security::policy::{policy_page, POLICY_ACCESS_TAG};
 use tessera_scsi::{ScsiTransport, SenseKey};
@@ -231,11 +234,18 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
     }
 }
 
-/// OSD capacity and use, from the root information page.
+/// OSD capacity and use, from the root information page, and the file system under it, from
+/// Tessera's root backing page (absent on an OSD that does not report one).
 fn usage_of<T: ScsiTransport>(client: &OsdClient<T>) -> Result<OsdUsage, ObjectsError> {
-    let got = client.get_attributes(tessera_types::ObjectAddr::ROOT, &[ROOT_TOTAL_CAPACITY, ROOT_USED_CAPACITY])?;
+    let got = client.get_attributes(
+        tessera_types::ObjectAddr::ROOT,
+        &[ROOT_TOTAL_CAPACITY, ROOT_USED_CAPACITY, ROOT_BACKING_FS_ID, ROOT_BACKING_FS_SIZE, ROOT_BACKING_FS_AVAILABLE],
+    )?;
     let number = |id: AttrId| {
-        got.iter().find(|a| a.id == id).and_then(|a| a.value.as_deref()).and_then(tessera_osd_proto::pages::value_u64).ok_or_else(|| {
+        got.iter().find(|a| a.id == id).and_then(|a| a.value.as_deref()).and_then(tessera_osd_proto::pages::value_u64)
+    };
+    let capacity = |id: AttrId| {
+        number(id).ok_or_else(|| {
             ObjectsError::from(OsdError::Missing {
                 peer: client.peer(),
                 service_action: tessera_osd_proto::ServiceAction::GetAttributes,
@@ -243,5 +253,9 @@ fn usage_of<T: ScsiTransport>(client: &OsdClient<T>) -> Result<OsdUsage, Objects
             })
         })
     };
-    Ok(OsdUsage { total_bytes: number(ROOT_TOTAL_CAPACITY)?, used_bytes: number(ROOT_USED_CAPACITY)? })
+    let fs = match (number(ROOT_BACKING_FS_ID), number(ROOT_BACKING_FS_SIZE), number(ROOT_BACKING_FS_AVAILABLE)) {
+        (Some(id), Some(size_bytes), Some(avail_bytes)) => Some(FsSpace { id, size_bytes, avail_bytes }),
+        _ => None,
+    };
+    Ok(OsdUsage { total_bytes: capacity(ROOT_TOTAL_CAPACITY)?, used_bytes: capacity(ROOT_USED_CAPACITY)?, fs })
 }

@@ -34,6 +34,14 @@ pub const ROOT_MAX_CONTINUATION_LEN: AttrId = AttrId::new(ROOT_INFO_PAGE, 0xA);
 pub const ROOT_TOTAL_CAPACITY: AttrId = AttrId::new(ROOT_INFO_PAGE, 0x80);
 pub const ROOT_USED_CAPACITY: AttrId = AttrId::new(ROOT_INFO_PAGE, 0x81);
 
+/// Tessera's root backing page (vendor-specific): the file system under the OSD's store, as it
+/// is now. Another vendor's OSD leaves these undefined.
+pub const ROOT_BACKING_PAGE: u32 = 0x9000_8000;
+/// Equal for OSDs that share one file system of one host.
+pub const ROOT_BACKING_FS_ID: AttrId = AttrId::new(ROOT_BACKING_PAGE, 0x1);
+pub const ROOT_BACKING_FS_SIZE: AttrId = AttrId::new(ROOT_BACKING_PAGE, 0x2);
+pub const ROOT_BACKING_FS_AVAILABLE: AttrId = AttrId::new(ROOT_BACKING_PAGE, 0x3);
+
 /// First page of the user object range (the policy/security page is page 5 of it).
 pub const USER_OBJECT_PAGE_BASE: u32 = 0x0;
 

@@ -1,7 +1,5 @@
-//! `attr` and `df`: commands that go to the OSDs' object model itself. `attr` reads and sets
-//! OSD-2 attributes on every data object of a file (with the file's credentials); `df` asks
-//! the metadata server for each OSD's capacity and use (it reads the root information pages,
-//! which clients hold no capability for) and the metadata servers' inode counts.
+//! `attr`: reads and sets OSD-2 attributes on every data object of a file, with the file's
+//! credentials.
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
@@ -9,7 +7,6 @@ use tessera_client::File;
 use tessera_osd_proto::{AttrId, Attribute};
 
 use super::ClusterArg;
-use crate::units::format_size;
 
 #[derive(Args)]
 pub struct AttrArgs {
@@ -31,12 +28,6 @@ enum AttrAction {
         #[arg(long, default_value = "1", value_parser = parse_u32)]
         page: u32,
     },
-}
-
-#[derive(Args)]
-pub struct DfArgs {
-    #[command(flatten)]
-    cluster: ClusterArg,
 }
 
 fn parse_u32(text: &str) -> Result<u32, String> {
@@ -122,32 +113,3 @@ pub fn attr(args: AttrArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn df(args: DfArgs) -> Result<()> {
-    let (client, config) = args.cluster.connect()?;
-    let usage = client.osd_usage()?;
-    println!("{:<6} {:<22} {:>12} {:>12} {:>12} {:>5}", "osd", "portal", "size", "used", "avail", "use%");
-    let (mut total_all, mut used_all, mut down) = (0u64, 0u64, 0);
-    for (i, (entry, u)) in config.osds.iter().zip(&usage).enumerate() {
-        if !u.reachable() {
-            println!("{:<6} {:<22} {:>12}", format!("osd{i}"), entry.addr, "not answering");
-            down += 1;
-            continue;
-        }
-        total_all = total_all.saturating_add(u.total_bytes);
-        used_all = used_all.saturating_add(u.used_bytes);
-        print_row(&format!("osd{i}"), &entry.addr, u.total_bytes, u.used_bytes);
-    }
-    print_row("total", "", total_all, used_all);
-    let fs = client.statfs()?;
-    println!("namespace: {} files, {} directories, {} symlinks, {} objects awaiting removal", fs.files, fs.directories, fs.symlinks, fs.pending_removals);
-    if down > 0 {
-        anyhow::bail!("{down} of {} OSDs did not answer; the total counts the others", usage.len());
-    }
-    Ok(())
-}
-
-fn print_row(name: &str, portal: &str, total: u64, used: u64) {
-    let avail = total.saturating_sub(used);
-    let pct = if total == 0 { 0.0 } else { used as f64 * 100.0 / total as f64 };
-    println!("{name:<6} {portal:<22} {:>12} {:>12} {:>12} {pct:>4.0}%", format_size(total), format_size(used), format_size(avail));
-}

@@ -502,6 +502,10 @@ impl ObjectData for FileStore {
         }
         fs::create_dir_all(&self.root).map_err(StorageError::io(IoOp::Open))
     }
+
+    fn backing_space(&self) -> Result<Option<super::space::BackingSpace>, StorageError> {
+        super::space::of_dir(&self.root).map(Some)
+    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ pub mod file;
 pub mod mapped;
 pub mod mem;
 pub mod plan;
+pub mod space;
 
 use tessera_types::ObjectAddr;
 
@@ -130,6 +131,12 @@ pub trait ObjectData: Send + Sync {
 
     /// Forgets everything (FORMAT OSD).
     fn wipe(&self) -> Result<(), StorageError>;
+
+    /// The file system the data lives on, as it is now; `None` (the default) for a store with
+    /// none, such as memory.
+    fn backing_space(&self) -> Result<Option<space::BackingSpace>, StorageError> {
+        Ok(None)
+    }
 }
 
 /// The contract every [`ObjectData`] implementation keeps, run against each of them.
