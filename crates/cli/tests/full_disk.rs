@@ -1,9 +1,10 @@
 //! Goal: a full disk under an OSD is an ENOSPC that says so, not a wedged cluster. Data written
 //! before stays readable (an accessed time that cannot be stored is skipped), a removal frees
 //! space even though the attribute store cannot grow, a write that does not fit leaves no data
-//! behind, and once space is back writes work again. Method: a real cluster (one `tessera
-//! mds`, one `tessera osd`) whose stores live on a 24 MiB tmpfs mounted for the test; the
-//! file system is filled with a file of zeros beside them.
+//! behind, and once space is back writes work again. With another OSD that has room, new files
+//! go there instead. Method: real clusters (`tessera mds`, `tessera osd`) whose stores, or one
+//! OSD's store, live on a small tmpfs mounted for the test; the file system is filled with a
+//! file of zeros beside them.
 //! Needs root to mount; where it cannot mount, it says so and checks nothing, except under CI,
 //! where that fails the test.
 
@@ -50,17 +51,23 @@ fn walk(dir: &Path) -> usize {
     })
 }
 
-#[test]
-fn a_full_disk_under_an_osd_is_enospc_and_keeps_data_readable() {
-    let dir = tempfile::Builder::new().prefix("tessera-full-").tempdir().unwrap();
-    let Some(_fs) = Tmpfs::mount(dir.path(), "24m") else {
+/// A tmpfs of `size` at `at`, or `None` after saying why the test `name` checks nothing.
+fn tmpfs_or_skip(at: &Path, size: &str, name: &str) -> Option<Tmpfs> {
+    let mounted = Tmpfs::mount(at, size);
+    if mounted.is_none() {
         // As the multi-host test: under CI (root, by the project's own scripts) this must run.
         assert!(std::env::var_os("CI").is_none(), "cannot mount a tmpfs under CI");
         // Straight to the stream, not through `eprintln!`, which the harness captures for a
         // passing test: the skip must show in the test command's output.
-        let _ = writeln!(std::io::stderr(), "SKIPPED: a_full_disk_under_an_osd_is_enospc_and_keeps_data_readable: cannot mount a tmpfs here (needs root)");
-        return;
-    };
+        let _ = writeln!(std::io::stderr(), "SKIPPED: {name}: cannot mount a tmpfs here (needs root)");
+    }
+    mounted
+}
+
+#[test]
+fn a_full_disk_under_an_osd_is_enospc_and_keeps_data_readable() {
+    let dir = tempfile::Builder::new().prefix("tessera-full-").tempdir().unwrap();
+    let Some(_fs) = tmpfs_or_skip(dir.path(), "24m", "a_full_disk_under_an_osd_is_enospc_and_keeps_data_readable") else { return };
     let cluster = LocalCluster::start_spec(tessera_exe(), &dir.path().join("c"), &ClusterSpec::new(1)).unwrap();
     let osd_data = cluster.records().into_iter().find(|r| r.role == "osd").unwrap().data;
     let client = Client::connect(cluster.config()).unwrap();
@@ -102,5 +109,53 @@ fn a_full_disk_under_an_osd_is_enospc_and_keeps_data_readable() {
     again.pwrite(0, &kept).unwrap();
     again.fsync().unwrap();
     assert_eq!(client.open("/again").unwrap().read_to_end().unwrap(), kept, "writes work once space is back");
+    cluster.stop().unwrap();
+}
+
+/// OSD 0's store is on a small tmpfs, OSD 1's on the test's disk. Files of one stripe each
+/// alternate between them; once OSD 0's disk is full (the metadata server reads every OSD's
+/// usage at least every 5 s), new files all go to OSD 1, and once it has room again they
+/// alternate again.
+#[test]
+fn new_files_pass_over_a_full_osd_while_another_has_room() {
+    let dir = tempfile::Builder::new().prefix("tessera-full2-").tempdir().unwrap();
+    let osd0 = dir.path().join("c").join("osd0");
+    std::fs::create_dir_all(&osd0).unwrap();
+    let Some(_fs) = tmpfs_or_skip(&osd0, "16m", "new_files_pass_over_a_full_osd_while_another_has_room") else { return };
+    let cluster = LocalCluster::start_spec(tessera_exe(), &dir.path().join("c"), &ClusterSpec::new(2)).unwrap();
+    let client = Client::connect(cluster.config()).unwrap();
+    let one = Some(StripeHint { stripe_unit: 1 << 16, stripe_count: 1, start_osd: None });
+    let mut made = 0;
+    let mut place_files = |n: usize| -> Vec<u32> {
+        (0..n)
+            .map(|_| {
+                made += 1;
+                let f = client.create(&format!("/f{made}"), 0o644, one).unwrap();
+                f.layout().objects[0].osd
+            })
+            .collect()
+    };
+    let placed = place_files(4);
+    assert!(placed.contains(&0) && placed.contains(&1), "with room on both, files spread: {placed:?}");
+
+    let filler = osd0.join("filler");
+    fill(&filler);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let placed = place_files(4);
+        if placed.iter().all(|&o| o == 1) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "new files still placed on the full OSD 0: {placed:?}");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    assert!(place_files(6).iter().all(|&o| o == 1), "the full OSD gets no new file");
+
+    std::fs::remove_file(&filler).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !place_files(4).contains(&0) {
+        assert!(std::time::Instant::now() < deadline, "OSD 0 has room again but gets no new file");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
     cluster.stop().unwrap();
 }

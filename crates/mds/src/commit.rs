@@ -438,7 +438,7 @@ mod tests {
     const POLICY: crate::store::files::StripePolicy = crate::store::files::StripePolicy {
         default: tessera_mds_proto::StripeHint { stripe_unit: 65536, stripe_count: 1, start_osd: None },
         osd_count: 1,
-        down: Vec::new(),
+        avoid: Vec::new(),
     };
 
     fn create_step(name: &'static str, now: Timespec) -> impl FnOnce(&mut Store) -> Result<crate::store::NewFile, crate::store::files::CreateError> {

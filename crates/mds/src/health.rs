@@ -8,7 +8,12 @@
 //! - The clients' I/O goes straight to the OSDs, so this server may not hear of a failure by
 //!   itself: a thread ([`Prober`]) asks every OSD it has not heard from lately for its usage
 //!   (one GET ATTRIBUTES of the root), which also notices a down OSD coming back.
-//! - Creates read the set ([`OsdHealth::down`]); the placement rule is in
+//! - An OSD that answers but is full (under [`FULL_BELOW_PERCENT`] of its space free, its file
+//!   system's free space counted: a disk filled by other files is full too) is avoided by new
+//!   files as well, as Lustre's allocator passes over a full OST: they would fail with ENOSPC
+//!   there while other OSDs have room. Its usage comes with each probe, and every OSD's usage
+//!   is read at least every [`USAGE_EVERY`], however busy it is.
+//! - Creates read the set ([`OsdHealth::avoid`]); the placement rule is in
 //!   `store/files.rs` ([`crate::store::files::place`]).
 //! - An OSD that went down by not answering in time (stopped, or cut off) rather than by
 //!   refusing the connection is *silent*: every operation on it would wait out the session's
@@ -28,6 +33,11 @@ use crate::periodic::Periodic;
 
 /// How often OSDs not heard from meanwhile are probed.
 pub const PROBE_EVERY: Duration = Duration::from_secs(2);
+/// How old an OSD's last usage may grow before it is probed although it is busy: how long a
+/// newly full OSD may still be given new files.
+pub const USAGE_EVERY: Duration = Duration::from_secs(5);
+/// An OSD with less than this share of its space free is full.
+pub const FULL_BELOW_PERCENT: u64 = 1;
 
 struct OsdState {
     down: AtomicBool,
@@ -35,6 +45,9 @@ struct OsdState {
     silent: AtomicBool,
     /// When an operation on the OSD last ended, in ms since the health record began.
     heard_ms: AtomicU64,
+    full: AtomicBool,
+    /// When its usage was last read, as `heard_ms`.
+    usage_ms: AtomicU64,
 }
 
 /// Up or down, per OSD of the cluster map, as last heard.
@@ -47,7 +60,15 @@ pub struct OsdHealth {
 impl OsdHealth {
     /// Every OSD starts up: a create before the first probe places as before.
     pub fn new(osd_count: u32) -> OsdHealth {
-        let osds = (0..osd_count).map(|_| OsdState { down: AtomicBool::new(false), silent: AtomicBool::new(false), heard_ms: AtomicU64::new(0) }).collect();
+        let osds = (0..osd_count)
+            .map(|_| OsdState {
+                down: AtomicBool::new(false),
+                silent: AtomicBool::new(false),
+                heard_ms: AtomicU64::new(0),
+                full: AtomicBool::new(false),
+                usage_ms: AtomicU64::new(0),
+            })
+            .collect();
         OsdHealth { osds, down_count: AtomicUsize::new(0), began: Instant::now() }
     }
 
@@ -75,6 +96,30 @@ impl OsdHealth {
         }
     }
 
+    /// Records an OSD's usage: full or not (see the module comment).
+    pub fn measured(&self, osd: u32, usage: &OsdUsage) {
+        let Some(state) = self.osds.get(osd as usize) else { return };
+        state.usage_ms.store(self.now_ms(), Ordering::Relaxed);
+        let full = is_full(usage);
+        if state.full.swap(full, Ordering::AcqRel) != full {
+            let (avail, size) = (usage.avail_bytes(), space_of(usage));
+            if full {
+                tracing::warn!(osd, avail, size, "OSD full: new files are placed on the other OSDs until it has room");
+            } else {
+                tracing::info!(osd, avail, size, "OSD has room again: new files may be placed on it");
+            }
+        }
+    }
+
+    pub fn is_full(&self, osd: u32) -> bool {
+        self.osds.get(osd as usize).is_some_and(|s| s.full.load(Ordering::Acquire))
+    }
+
+    /// The OSDs new files avoid: down or full, in index order.
+    pub fn avoid(&self) -> Vec<u32> {
+        (0..self.osds.len() as u32).filter(|&osd| self.is_down(osd) || self.is_full(osd)).collect()
+    }
+
     /// Down because it did not answer in time: operations on it fail at once.
     pub fn is_silent(&self, osd: u32) -> bool {
         self.osds.get(osd as usize).is_some_and(|s| s.silent.load(Ordering::Acquire))
@@ -97,20 +142,33 @@ impl OsdHealth {
         self.began.elapsed().as_millis() as u64 + 1
     }
 
-    /// OSDs not heard from within `quiet`, silent ones last: a probe of one of those may
-    /// wait out its timeout, and the others should not wait behind it.
-    fn unheard_for(&self, quiet: Duration) -> Vec<u32> {
+    /// OSDs to probe: not heard from within `quiet`, or with a usage older than `usage_every`.
+    /// Silent ones last: a probe of one of those may wait out its timeout, and the others
+    /// should not wait behind it.
+    fn to_probe(&self, quiet: Duration, usage_every: Duration) -> Vec<u32> {
         let now = self.now_ms();
-        let quiet = quiet.as_millis() as u64;
+        let older = |at: &AtomicU64, than: Duration| {
+            let at = at.load(Ordering::Relaxed);
+            at == 0 || now.saturating_sub(at) >= than.as_millis() as u64
+        };
         let mut osds: Vec<u32> = (0..self.osds.len() as u32)
             .filter(|&osd| {
-                let heard = self.osds[osd as usize].heard_ms.load(Ordering::Relaxed);
-                heard == 0 || now.saturating_sub(heard) >= quiet
+                let state = &self.osds[osd as usize];
+                older(&state.heard_ms, quiet) || older(&state.usage_ms, usage_every)
             })
             .collect();
         osds.sort_by_key(|&osd| self.is_silent(osd));
         osds
     }
+}
+
+/// The space an OSD can hold: its formatted capacity, no more than its file system.
+fn space_of(usage: &OsdUsage) -> u64 {
+    usage.fs.map_or(usage.total_bytes, |fs| fs.size_bytes.min(usage.total_bytes))
+}
+
+fn is_full(usage: &OsdUsage) -> bool {
+    (usage.avail_bytes() as u128) * 100 < (space_of(usage) as u128) * FULL_BELOW_PERCENT as u128
 }
 
 /// What an operation's outcome says of its OSD.
@@ -173,7 +231,14 @@ impl Watched {
     /// Asks `osd` for its usage whatever its state, on the probe's path, and records the
     /// outcome.
     pub fn probe(&self, osd: u32) -> Result<OsdUsage, ObjectsError> {
-        self.note(osd, self.inner.probe_usage(osd))
+        self.measure(osd, self.note(osd, self.inner.probe_usage(osd)))
+    }
+
+    fn measure(&self, osd: u32, usage: Result<OsdUsage, ObjectsError>) -> Result<OsdUsage, ObjectsError> {
+        if let Ok(u) = &usage {
+            self.health.measured(osd, u);
+        }
+        usage
     }
 }
 
@@ -198,7 +263,7 @@ impl DataObjects for Watched {
     }
 
     fn usage(&self, osd: u32) -> Result<OsdUsage, ObjectsError> {
-        self.on(osd, |o| o.usage(osd))
+        self.measure(osd, self.on(osd, |o| o.usage(osd)))
     }
 
     fn remove(&self, object: ObjectRef) -> Result<(), ObjectsError> {
@@ -222,8 +287,8 @@ impl DataObjects for Watched {
     }
 }
 
-/// The thread that probes every OSD not heard from within [`PROBE_EVERY`]; stopped and joined
-/// on drop.
+/// The thread that probes every OSD not heard from within [`PROBE_EVERY`], or whose usage is
+/// older than [`USAGE_EVERY`]; stopped and joined on drop.
 pub struct Prober {
     _thread: Periodic,
 }
@@ -232,7 +297,7 @@ impl Prober {
     /// `objects` must report to `health`.
     pub fn start(objects: Arc<Watched>, health: Arc<OsdHealth>) -> std::io::Result<Prober> {
         let thread = Periodic::start("mds-osd-health", PROBE_EVERY, move |stop| {
-            for osd in health.unheard_for(PROBE_EVERY) {
+            for osd in health.to_probe(PROBE_EVERY, USAGE_EVERY) {
                 // The outcome lands in `health` through `Watched`; a usage error is only news.
                 let _ = objects.probe(osd);
                 if stop.requested() {
@@ -271,22 +336,48 @@ mod tests {
         let h = OsdHealth::new(3);
         h.heard_as(0, Reach::Silent);
         assert!(h.is_silent(0) && h.is_down(0));
-        assert_eq!(h.unheard_for(Duration::ZERO), vec![1, 2, 0]);
+        assert_eq!(h.to_probe(Duration::ZERO, Duration::ZERO), vec![1, 2, 0]);
         // Refusing a connection is quick: down, but no longer worth failing at once.
         h.heard_as(0, Reach::Refused);
         assert!(!h.is_silent(0) && h.is_down(0));
         h.heard_as(0, Reach::Silent);
         h.heard_as(0, Reach::Answered);
         assert!(!h.is_silent(0) && !h.is_down(0));
-        assert_eq!(h.unheard_for(Duration::ZERO), vec![0, 1, 2]);
+        assert_eq!(h.to_probe(Duration::ZERO, Duration::ZERO), vec![0, 1, 2]);
     }
 
     #[test]
-    fn unheard_osds_are_the_ones_to_probe() {
+    fn unheard_osds_and_stale_usage_are_the_ones_to_probe() {
         let h = OsdHealth::new(3);
-        assert_eq!(h.unheard_for(Duration::from_secs(60)), vec![0, 1, 2], "never heard from");
+        let (minute, hour) = (Duration::from_secs(60), Duration::from_secs(3600));
+        assert_eq!(h.to_probe(minute, hour), vec![0, 1, 2], "never heard from");
         h.heard(1, true);
-        assert_eq!(h.unheard_for(Duration::from_secs(60)), vec![0, 2]);
-        assert_eq!(h.unheard_for(Duration::ZERO), vec![0, 1, 2]);
+        assert_eq!(h.to_probe(minute, hour), vec![0, 1, 2], "heard from, but its usage never read");
+        h.measured(1, &usage(100, 0));
+        assert_eq!(h.to_probe(minute, hour), vec![0, 2]);
+        assert_eq!(h.to_probe(minute, Duration::ZERO), vec![0, 1, 2], "a busy OSD's usage goes stale too");
+        assert_eq!(h.to_probe(Duration::ZERO, hour), vec![0, 1, 2]);
+    }
+
+    fn usage(total: u64, used: u64) -> OsdUsage {
+        OsdUsage { total_bytes: total, used_bytes: used, fs: None }
+    }
+
+    #[test]
+    fn a_full_osd_is_avoided_until_it_has_room_and_a_full_disk_counts() {
+        let h = OsdHealth::new(3);
+        h.measured(1, &usage(1000, 995));
+        assert_eq!(h.avoid(), vec![1], "under 1% free");
+        assert!(h.down().is_empty(), "full is not down");
+        h.heard(2, false);
+        assert_eq!(h.avoid(), vec![1, 2]);
+        h.measured(1, &usage(1000, 900));
+        assert_eq!(h.avoid(), vec![2]);
+        // Its capacity barely used, but the file system under it is full.
+        let disk = tessera_mds_proto::FsSpace { id: 1, size_bytes: 1000, avail_bytes: 3 };
+        h.measured(0, &OsdUsage { fs: Some(disk), ..usage(1000, 10) });
+        assert_eq!(h.avoid(), vec![0, 2]);
+        h.measured(9, &usage(1000, 1000));
+        assert_eq!(h.avoid(), vec![0, 2], "an index outside the map is ignored");
     }
 }

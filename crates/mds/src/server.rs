@@ -483,7 +483,7 @@ impl Mds {
 
     /// One attempt at a create's step, calling no OSD.
     fn create_once(&self, parent: InodeId, name: &str, new: &NewInode, stripe: Option<StripeHint>) -> CreateTry {
-        let policy = StripePolicy { default: self.config.default_stripe, osd_count: self.osd_count(), down: self.health.down() };
+        let policy = StripePolicy { default: self.config.default_stripe, osd_count: self.osd_count(), avoid: self.health.avoid() };
         let (pending, result) = match self.ns.start_write(|s| s.create_file(parent, name, new, stripe, &policy, now())) {
             Ok(started) => started,
             Err(e) => return CreateTry::Answered(Answer::Now(Err(e))),

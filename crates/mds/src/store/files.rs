@@ -42,8 +42,8 @@ pub fn object_seq(object_id: u64) -> u64 {
 pub struct StripePolicy {
     pub default: StripeHint,
     pub osd_count: u32,
-    /// OSDs last found unreachable (`health.rs`), in index order.
-    pub down: Vec<u32>,
+    /// OSDs last found unreachable or full (`health.rs`), in index order.
+    pub avoid: Vec<u32>,
 }
 
 /// A created file.
@@ -89,8 +89,8 @@ pub(crate) fn put_dir_stripe(tx: &Connection, dir: InodeId, hint: Option<StripeH
 
 /// Turns a hint into a layout over `osd_count` OSDs and the OSD of each slot: count 0 means
 /// all of them; a start OSD fixes the first slot and the rest follow it; without one,
-/// [`place`] chooses, avoiding the OSDs in `down`.
-pub fn resolve(hint: &StripeHint, osd_count: u32, down: &[u32], spread: u64) -> Result<(StripeLayout, Vec<u32>), FsError> {
+/// [`place`] chooses, avoiding the OSDs in `avoid` (down or full).
+pub fn resolve(hint: &StripeHint, osd_count: u32, avoid: &[u32], spread: u64) -> Result<(StripeLayout, Vec<u32>), FsError> {
     if osd_count == 0 {
         return Err(FsError::NoSpace);
     }
@@ -102,7 +102,7 @@ pub fn resolve(hint: &StripeHint, osd_count: u32, down: &[u32], spread: u64) -> 
     let osds = match hint.start_osd {
         Some(s) if s >= osd_count => return Err(FsError::Invalid),
         Some(s) => (0..count).map(|i| (s + i) % osd_count).collect(),
-        None => place(count, all, osd_count, down, spread),
+        None => place(count, all, osd_count, avoid, spread),
     };
     let layout = StripeLayout::new(hint.stripe_unit, osds.len() as u32).map_err(|_| FsError::Invalid)?;
     Ok((layout, osds))
@@ -110,18 +110,19 @@ pub fn resolve(hint: &StripeHint, osd_count: u32, down: &[u32], spread: u64) -> 
 
 /// The OSDs of a new file's slots when its stripe names no start OSD. `spread` (the inode
 /// sequence) rotates the first slot so files spread evenly, and the others follow it.
-/// With OSDs down, the rotation runs over those that answer: a stripe over all OSDs
-/// (`all`, count 0) takes every OSD that answers, as Lustre's `-c -1` does, and a narrower one
-/// its `count` of them when that many answer. A stripe wider than what answers is placed as if
-/// all were up: the file is made, and I/O on the down OSD's slots waits for it.
-pub fn place(count: u32, all: bool, osd_count: u32, down: &[u32], spread: u64) -> Vec<u32> {
+/// With OSDs to avoid (down, or full: `health.rs`), the rotation runs over the others: a
+/// stripe over all OSDs (`all`, count 0) takes every one of them, as Lustre's `-c -1` does,
+/// and a narrower one its `count` of them when there are that many. A stripe wider than the
+/// OSDs left is placed as if none were avoided: the file is made, and I/O on a down OSD's
+/// slots waits for it (on a full one's, fails with ENOSPC).
+pub fn place(count: u32, all: bool, osd_count: u32, avoid: &[u32], spread: u64) -> Vec<u32> {
     let mut up: Vec<u32> = (0..osd_count).collect();
-    if !down.is_empty() {
-        let mut is_down = vec![false; osd_count as usize];
-        for &d in down.iter().filter(|&&d| d < osd_count) {
-            is_down[d as usize] = true;
+    if !avoid.is_empty() {
+        let mut avoided = vec![false; osd_count as usize];
+        for &d in avoid.iter().filter(|&&d| d < osd_count) {
+            avoided[d as usize] = true;
         }
-        up.retain(|&o| !is_down[o as usize]);
+        up.retain(|&o| !avoided[o as usize]);
     }
     let count = match up.len() as u32 {
         0 => {
@@ -213,7 +214,7 @@ impl Store {
             return Err(FsError::NotDir.into());
         }
         let ino = self.alloc_inode()?;
-        let (stripe, osds) = resolve(&hint.or(dir_hint).unwrap_or(policy.default), policy.osd_count, &policy.down, ino.local())?;
+        let (stripe, osds) = resolve(&hint.or(dir_hint).unwrap_or(policy.default), policy.osd_count, &policy.avoid, ino.local())?;
         // The objects are chosen before any write, so an empty pool fails with nothing to undo.
         // Slots are on distinct OSDs, so each OSD is peeked once.
         let mut peeked = Vec::with_capacity(osds.len());
