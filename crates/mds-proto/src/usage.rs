@@ -35,6 +35,11 @@ impl OsdUsage {
         *self != Self::UNREACHABLE
     }
 
+    /// Bytes this OSD can hold: its formatted capacity, and no more than its file system.
+    pub fn space_bytes(&self) -> u64 {
+        self.fs.map_or(self.total_bytes, |fs| fs.size_bytes.min(self.total_bytes))
+    }
+
     /// Bytes a write can still use on this OSD: what its capacity leaves, and no more than
     /// its file system has free.
     pub fn avail_bytes(&self) -> u64 {

@@ -102,7 +102,7 @@ impl OsdHealth {
         state.usage_ms.store(self.now_ms(), Ordering::Relaxed);
         let full = is_full(usage);
         if state.full.swap(full, Ordering::AcqRel) != full {
-            let (avail, size) = (usage.avail_bytes(), space_of(usage));
+            let (avail, size) = (usage.avail_bytes(), usage.space_bytes());
             if full {
                 tracing::warn!(osd, avail, size, "OSD full: new files are placed on the other OSDs until it has room");
             } else {
@@ -162,13 +162,8 @@ impl OsdHealth {
     }
 }
 
-/// The space an OSD can hold: its formatted capacity, no more than its file system.
-fn space_of(usage: &OsdUsage) -> u64 {
-    usage.fs.map_or(usage.total_bytes, |fs| fs.size_bytes.min(usage.total_bytes))
-}
-
 fn is_full(usage: &OsdUsage) -> bool {
-    (usage.avail_bytes() as u128) * 100 < (space_of(usage) as u128) * FULL_BELOW_PERCENT as u128
+    (usage.avail_bytes() as u128) * 100 < (usage.space_bytes() as u128) * FULL_BELOW_PERCENT as u128
 }
 
 /// What an operation's outcome says of its OSD.
