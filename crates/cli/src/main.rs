@@ -61,6 +61,8 @@ enum Command {
     Mkdir(namespace::MkdirArgs),
     /// Remove files (and with -r, directories).
     Rm(namespace::RmArgs),
+    /// Remove empty directories.
+    Rmdir(namespace::RmdirArgs),
     /// Rename or move a file or directory (copied and removed when the move crosses metadata servers).
     Mv(mv::MvArgs),
     /// Change a file's or directory's permission bits (revokes a file's capabilities).
@@ -125,6 +127,7 @@ fn main() {
         Command::Stat(args) => namespace::stat(args),
         Command::Mkdir(args) => namespace::mkdir(args),
         Command::Rm(args) => namespace::rm(args),
+        Command::Rmdir(args) => namespace::rmdir(args),
         Command::Mv(args) => mv::mv(args),
         Command::Chmod(args) => namespace::chmod(args),
         Command::Setstripe(args) => stripe::setstripe(args),

@@ -150,7 +150,7 @@ fn striping_is_set_per_directory_and_reported_per_file() {
     let err = c.fails(&["put", "-c", "2", local.to_str().unwrap(), "/one"]);
     assert!(err.contains("layout is fixed"), "{err}");
     let err = c.fails(&["setstripe", "-c", "2", "/one"]);
-    assert!(err.to_lowercase().contains("exist"), "{err}");
+    assert!(err.contains("file exists") && err.contains("layout is fixed when it is made"), "{err}");
 
     // Attributes land on every data object of the file.
     c.ok(&["attr", "set", "/wide/x", "0x10000:1", "tag-7"]);
@@ -211,6 +211,12 @@ fn namespace_commands_and_their_errors() {
     c.ok(&["put", local.to_str().unwrap(), "/x/y/f"]);
     c.ok(&["rm", "-r", "--no-preserve-root", "/"]);
     assert_eq!(stdout(&c.ok(&["ls", "/"])), "");
+    // rmdir removes empty directories only; -p their emptied ancestors too.
+    c.ok(&["mkdir", "-p", "/r/s/t"]);
+    assert!(c.fails(&["rmdir", "/r"]).contains("rmdir /r: directory not empty"));
+    assert!(c.fails(&["rmdir", "/"]).contains("it is the root"));
+    c.ok(&["rmdir", "-p", "/r/s/t"]);
+    assert_eq!(stdout(&c.ok(&["ls", "/"])), "", "/r/s/t, /r/s and /r are gone");
     // The OSDs hold no data objects once every file is removed.
     let df = stdout(&c.ok(&["df"]));
     assert!(df.contains("namespace: 0 files, 1 directories"), "{df}");

@@ -60,6 +60,18 @@ pub struct MkdirArgs {
 }
 
 #[derive(Args)]
+pub struct RmdirArgs {
+    #[arg(required = true)]
+    paths: Vec<String>,
+    /// Remove each path's ancestors too, as each becomes empty (`rmdir -p a/b/c` is
+    /// `rmdir a/b/c a/b a`).
+    #[arg(short = 'p', long)]
+    parents: bool,
+    #[command(flatten)]
+    cluster: ClusterArg,
+}
+
+#[derive(Args)]
 pub struct RmArgs {
     #[arg(required = true)]
     paths: Vec<String>,
@@ -220,13 +232,36 @@ pub fn mkdir(args: MkdirArgs) -> Result<()> {
     })
 }
 
-pub fn rm(args: RmArgs) -> Result<()> {
-    // As rm(1): refused before anything is removed.
-    for path in &args.paths {
+pub fn rmdir(args: RmdirArgs) -> Result<()> {
+    refuse_dot_paths(&args.paths)?;
+    let (client, _) = args.cluster.connect()?;
+    each_path("rmdir", &args.paths, |path| {
+        let parts = tessera_client::path::normalized(path);
+        if parts.is_empty() {
+            bail!("refusing to remove {path}: it is the root, which always exists");
+        }
+        client.rmdir(path)?;
+        if args.parents {
+            for keep in (1..parts.len()).rev() {
+                client.rmdir(&format!("/{}", parts[..keep].join("/")))?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// As rm(1) and rmdir(1): a path ending in `.` or `..` is refused before anything is removed.
+fn refuse_dot_paths(paths: &[String]) -> Result<()> {
+    for path in paths {
         if matches!(path.trim_end_matches('/').rsplit('/').next(), Some(".") | Some("..")) {
             bail!("refusing to remove {path}: its last component is '.' or '..'");
         }
     }
+    Ok(())
+}
+
+pub fn rm(args: RmArgs) -> Result<()> {
+    refuse_dot_paths(&args.paths)?;
     let (client, _) = args.cluster.connect()?;
     if args.recursive && !args.no_preserve_root {
         for path in &args.paths {

@@ -45,8 +45,12 @@ pub fn setstripe(args: SetStripeArgs) -> Result<()> {
         // option not given keeps that.
         false => Some(complete(&client, &args.cluster, &args.path, args.count, args.size, args.index)?),
     };
-    client.setstripe(&args.path, hint)?;
-    Ok(())
+    match client.setstripe(&args.path, hint) {
+        Err(e) if e.fs_error() == Some(tessera_mds_proto::FsError::Exists) => {
+            bail!("{e} (a file's layout is fixed when it is made: setstripe a directory, or a new path to make an empty file with that layout)")
+        }
+        other => Ok(other?),
+    }
 }
 
 /// `count` and `unit`, each taken when `None` from the default striping that `path` has (a
