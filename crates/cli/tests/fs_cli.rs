@@ -158,6 +158,11 @@ fn striping_is_set_per_directory_and_reported_per_file() {
     assert_eq!(got.matches("\"tag-7\"").count(), 4, "{got}");
     let list = stdout(&c.ok(&["attr", "list", "/wide/x"]));
     assert!(list.contains("0x1:0x82"), "logical length listed: {list}");
+    // Timestamps read as dates, as the OSD keeps them: milliseconds since the epoch.
+    let year = tessera_cli::fs::namespace::time_string(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64)[..4].to_string();
+    let times = stdout(&c.ok(&["attr", "list", "/wide/x", "--page", "3"]));
+    let created = times.lines().find(|l| l.trim_start().starts_with("0x3:0x1 = ")).unwrap_or_else(|| panic!("{times}"));
+    assert!(created.contains(&format!("({year}-")) && created.ends_with(" UTC)"), "{created}");
 }
 
 #[test]

@@ -58,17 +58,24 @@ fn parse_value(text: &str) -> Result<Vec<u8>> {
 }
 
 /// Text when the bytes are printable, hex otherwise; 8-byte values also as a number.
-fn show_value(value: &[u8]) -> String {
+/// User object timestamps page (OSD-2 r05 §7.1.3.9): 6-byte milliseconds since the epoch.
+const TIMESTAMPS_PAGE: u32 = 0x3;
+
+fn show_value(id: AttrId, value: &[u8]) -> String {
     // Text pages (like a page identification) are NUL-padded.
     let text = value.iter().rposition(|b| *b != 0).map_or(&value[..0], |end| &value[..=end]);
     if !text.is_empty() && text.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
         return format!("{:?}", String::from_utf8_lossy(text));
     }
     let hex: String = value.iter().map(|b| format!("{b:02x}")).collect();
-    if value.len() == 8 {
-        format!("0x{hex} ({})", u64::from_be_bytes(value.try_into().unwrap_or_default()))
-    } else {
-        format!("0x{hex}")
+    let number = || value.iter().fold(0u64, |acc, &b| (acc << 8) | b as u64);
+    match value.len() {
+        8 => format!("0x{hex} ({})", number()),
+        6 if id.page == TIMESTAMPS_PAGE => {
+            let ms = number();
+            format!("0x{hex} ({}.{:03} UTC)", super::namespace::time_string((ms / 1000) as i64), ms % 1000)
+        }
+        _ => format!("0x{hex}"),
     }
 }
 
@@ -85,7 +92,7 @@ pub fn attr(args: AttrArgs) -> Result<()> {
             let file = open_file(&args.cluster, path)?;
             for (o, got) in file.layout().objects.iter().zip(file.object_attributes(&[id])?) {
                 let value = got.iter().find(|a| a.id == id).and_then(|a| a.value.as_deref());
-                let shown = value.map(show_value).unwrap_or_else(|| "(not set)".into());
+                let shown = value.map(|v| show_value(id, v)).unwrap_or_else(|| "(not set)".into());
                 println!("osd {} object {:#x}: {shown}", o.osd, o.object_id);
             }
         }
@@ -104,7 +111,7 @@ pub fn attr(args: AttrArgs) -> Result<()> {
                 println!("osd {} object {:#x}:", o.osd, o.object_id);
                 for a in attrs {
                     if let Some(v) = a.value.as_deref() {
-                        println!("  {:#x}:{:#x} = {}", a.id.page, a.id.number, show_value(v));
+                        println!("  {:#x}:{:#x} = {}", a.id.page, a.id.number, show_value(a.id, v));
                     }
                 }
             }
