@@ -92,6 +92,10 @@ fn a_full_disk_under_an_osd_is_enospc_and_keeps_data_readable() {
     fill(&filler);
     // The OSD's formatted capacity is barely used, but its disk is full: df says so.
     assert!(free(&client) < 1 << 20, "a full disk leaves no space to write: {}", free(&client));
+    let df = Command::new(tessera_exe()).args(["df", "--cluster"]).arg(dir.path().join("c").join("cluster.toml")).output().unwrap();
+    let df = String::from_utf8_lossy(&df.stdout).into_owned();
+    let row = df.lines().find(|l| l.starts_with("osd0")).unwrap_or_else(|| panic!("{df}"));
+    assert!(row.ends_with(" 100%"), "df shows the OSD full: {df}");
 
     let err = client.create("/big", 0o644, one).and_then(|b| b.pwrite(0, &vec![1u8; 8 << 20]).map(drop)).unwrap_err();
     assert_eq!(err.errno(), 28, "a write that does not fit is ENOSPC: {err}");

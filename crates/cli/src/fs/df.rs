@@ -100,8 +100,17 @@ fn total(usage: &[OsdUsage]) -> (Space, Vec<SharedFs>) {
 }
 
 fn print_row(name: &str, portal: &str, s: Space) {
-    let pct = if s.size == 0 { 0.0 } else { s.used as f64 * 100.0 / s.size as f64 };
-    println!("{name:<6} {portal:<22} {:>12} {:>12} {:>12} {pct:>4.0}%", format_size(s.size), format_size(s.used), format_size(s.avail));
+    println!("{name:<6} {portal:<22} {:>12} {:>12} {:>12} {:>4}%", format_size(s.size), format_size(s.used), format_size(s.avail), use_percent(s));
+}
+
+/// As df(1): the share of the space a writer could have that is used, rounded up, so an OSD
+/// whose disk other files filled shows 100% however little of it is its own.
+fn use_percent(s: Space) -> u64 {
+    let reachable = s.used as u128 + s.avail as u128;
+    if reachable == 0 {
+        return 0;
+    }
+    (s.used as u128 * 100).div_ceil(reachable) as u64
 }
 
 #[cfg(test)]
@@ -124,6 +133,14 @@ mod tests {
         assert_eq!(sum, Space { size: 150 * GIB, used: 13 * GIB, avail: 70 * GIB });
         assert_eq!(shared, vec![SharedFs { osds: vec![0, 1, 2], size_bytes: 100 * GIB, avail_bytes: 30 * GIB }]);
         assert_eq!(usage[0].avail_bytes(), 30 * GIB, "an OSD's own avail is bounded by its disk too");
+    }
+
+    #[test]
+    fn use_is_a_share_of_what_a_writer_could_have() {
+        assert_eq!(use_percent(Space { size: 100, used: 0, avail: 100 }), 0);
+        assert_eq!(use_percent(Space { size: 100, used: 1, avail: 199 }), 1, "rounded up");
+        assert_eq!(use_percent(Space { size: 24 << 20, used: 1 << 20, avail: 0 }), 100, "its disk is full");
+        assert_eq!(use_percent(Space::default()), 0);
     }
 
     #[test]
