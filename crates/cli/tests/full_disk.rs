@@ -96,6 +96,7 @@ fn a_full_disk_under_an_osd_is_enospc_and_keeps_data_readable() {
     let df = String::from_utf8_lossy(&df.stdout).into_owned();
     let row = df.lines().find(|l| l.starts_with("osd0")).unwrap_or_else(|| panic!("{df}"));
     assert!(row.ends_with(" 100%"), "df shows the OSD full: {df}");
+    assert!(df.contains("full (under 1% free): osd0;"), "and names it: {df}");
 
     let err = client.create("/big", 0o644, one).and_then(|b| b.pwrite(0, &vec![1u8; 8 << 20]).map(drop)).unwrap_err();
     assert_eq!(err.errno(), 28, "a write that does not fit is ENOSPC: {err}");

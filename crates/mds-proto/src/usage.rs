@@ -46,7 +46,16 @@ impl OsdUsage {
         let left = self.total_bytes.saturating_sub(self.used_bytes);
         self.fs.map_or(left, |fs| left.min(fs.avail_bytes))
     }
+
+    /// Under [`FULL_BELOW_PERCENT`] of its space free.
+    pub fn is_full(&self) -> bool {
+        (self.avail_bytes() as u128) * 100 < (self.space_bytes() as u128) * FULL_BELOW_PERCENT as u128
+    }
 }
+
+/// An OSD with less than this share of its space free is full: metadata servers place new
+/// files on the other OSDs while they have room (as Lustre's allocator passes over a full OST).
+pub const FULL_BELOW_PERCENT: u64 = 1;
 
 /// Bytes of the smallest entry: total, used, and an absent file system.
 const ENTRY_LEN_MIN: usize = 8 + 8 + 1;

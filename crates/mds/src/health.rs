@@ -8,7 +8,7 @@
 //! - The clients' I/O goes straight to the OSDs, so this server may not hear of a failure by
 //!   itself: a thread ([`Prober`]) asks every OSD it has not heard from lately for its usage
 //!   (one GET ATTRIBUTES of the root), which also notices a down OSD coming back.
-//! - An OSD that answers but is full (under [`FULL_BELOW_PERCENT`] of its space free, its file
+//! - An OSD that answers but is full ([`OsdUsage::is_full`]: under 1% of its space free, its file
 //!   system's free space counted: a disk filled by other files is full too) is avoided by new
 //!   files as well, as Lustre's allocator passes over a full OST: they would fail with ENOSPC
 //!   there while other OSDs have room. Its usage comes with each probe, and every OSD's usage
@@ -36,8 +36,6 @@ pub const PROBE_EVERY: Duration = Duration::from_secs(2);
 /// How old an OSD's last usage may grow before it is probed although it is busy: how long a
 /// newly full OSD may still be given new files.
 pub const USAGE_EVERY: Duration = Duration::from_secs(5);
-/// An OSD with less than this share of its space free is full.
-pub const FULL_BELOW_PERCENT: u64 = 1;
 
 struct OsdState {
     down: AtomicBool,
@@ -100,7 +98,7 @@ impl OsdHealth {
     pub fn measured(&self, osd: u32, usage: &OsdUsage) {
         let Some(state) = self.osds.get(osd as usize) else { return };
         state.usage_ms.store(self.now_ms(), Ordering::Relaxed);
-        let full = is_full(usage);
+        let full = usage.is_full();
         if state.full.swap(full, Ordering::AcqRel) != full {
             let (avail, size) = (usage.avail_bytes(), usage.space_bytes());
             if full {
@@ -160,10 +158,6 @@ impl OsdHealth {
         osds.sort_by_key(|&osd| self.is_silent(osd));
         osds
     }
-}
-
-fn is_full(usage: &OsdUsage) -> bool {
-    (usage.avail_bytes() as u128) * 100 < (usage.space_bytes() as u128) * FULL_BELOW_PERCENT as u128
 }
 
 /// What an operation's outcome says of its OSD.

@@ -41,6 +41,10 @@ pub fn df(args: DfArgs) -> Result<()> {
             format_size(group.avail_bytes)
         );
     }
+    let full: Vec<String> = usage.iter().enumerate().filter(|(_, u)| u.reachable() && u.is_full()).map(|(i, _)| format!("osd{i}")).collect();
+    if !full.is_empty() {
+        println!("full (under {}% free): {}; new files go to the other OSDs while they have room", tessera_mds_proto::usage::FULL_BELOW_PERCENT, full.join(", "));
+    }
     let fs = client.statfs()?;
     println!("namespace: {} files, {} directories, {} symlinks, {} objects awaiting removal", fs.files, fs.directories, fs.symlinks, fs.pending_removals);
     let down = usage.iter().filter(|u| !u.reachable()).count();
