@@ -175,3 +175,52 @@ fn the_metadata_server_finds_a_frozen_osd_without_waiting_out_the_cluster_livene
     until(&[], "the server finds OSD 1 back");
     cluster.stop().unwrap();
 }
+
+/// A new client process has no session to a frozen OSD, and a login to it would wait out the
+/// login timeout (20 s at the default 10 s liveness). Once the metadata server reports the
+/// OSD down, a new client's login to it waits seconds, and fails naming it; a thawed OSD is
+/// still logged in to at once, whatever the server last said.
+#[test]
+fn a_new_client_logs_in_briefly_to_an_osd_the_server_reports_down() {
+    let dir = tempfile::Builder::new().prefix("tessera-frozen-").tempdir().unwrap();
+    let cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &ClusterSpec::new(2)).unwrap();
+    let config = cluster.config().clone();
+    let data: Vec<u8> = (0..256u32 << 10).map(|i| (i % 251) as u8).collect();
+    {
+        let client = Client::connect(&config).unwrap();
+        let f = client.create("/f", 0o644, Some(StripeHint { stripe_unit: 64 << 10, stripe_count: 2, start_osd: Some(0) })).unwrap();
+        f.pwrite(0, &data).unwrap();
+        f.fsync().unwrap();
+    }
+    let down = || {
+        let mut conn = tessera_mds_proto::MdsConnection::connect(config.mds[0].addr.as_str()).unwrap();
+        match conn.call(&tessera_mds_proto::Request::OsdsDown).unwrap() {
+            Ok(tessera_mds_proto::Reply::OsdsDown(v)) => v,
+            other => panic!("OsdsDown answered {other:?}"),
+        }
+    };
+    let osd1 = cluster.records().into_iter().find(|r| r.role == "osd" && r.index == 1).expect("OSD 1's record");
+    freeze(osd1.pid);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while down() != [1] {
+        assert!(Instant::now() < deadline, "the server finds OSD 1 frozen within 60 s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    let client = Client::connect(&config).unwrap();
+    let f = client.open("/f").unwrap();
+    let mut first = vec![0u8; 64 << 10];
+    f.pread(0, &mut first).expect("the first stripe unit is on OSD 0");
+    assert_eq!(first, data[..64 << 10]);
+    let mut all = vec![0u8; data.len()];
+    let started = Instant::now();
+    let err = f.pread(0, &mut all).expect_err("half the file is on the frozen OSD 1");
+    let took = started.elapsed();
+    assert!(matches!(&err, ClientError::Osd { osd_index: 1, .. }), "names OSD 1: {err}");
+    assert!(took < Duration::from_secs(10), "a login the server's word shortens, not the 20 s one: {took:?} ({err})");
+
+    signal(osd1.pid, libc::SIGCONT);
+    let thawed = Client::connect(&config).unwrap();
+    assert_eq!(thawed.open("/f").unwrap().read_to_end().unwrap(), data, "a thawed OSD is logged in to at once");
+    cluster.stop().unwrap();
+}

@@ -16,7 +16,8 @@
 //! - [`command_plan`]: a slot's pieces -> commands under a [`Mode`] and a transfer cap; pure.
 //! - [`memory`]: the caller's memory regions as one stream, sliced in place.
 //! - [`objects`]: per-object FLUSH and logical-length reads over a whole file.
-//! - [`pool`]: a few lazily logged-in iSCSI sessions per OSD.
+//! - [`pool`]: a few lazily logged-in iSCSI sessions per OSD; `suspects.rs`: whether a metadata
+//!   server reports an OSD down, which shortens a login to it.
 //! - [`credentials`]: the capabilities each open file holds, per OSD, and their refresh.
 //! - [`path`]: path syntax (`.`/`..`, no working directory).
 //! - [`mds_router`]: metadata requests routed by the home server in the inode id.
@@ -83,6 +84,7 @@ pub mod path;
 pub mod patterns;
 pub mod pool;
 pub mod striped_io;
+mod suspects;
 
 pub use client::{Client, RepairReport, Stripe};
 pub use command_plan::Mode;

@@ -18,7 +18,9 @@
 //! `striped_io.rs`). After a login
 //! to an OSD times out, its other slots fail at once for a liveness interval ([`LoginGate`])
 //! instead of each waiting out the timeout: a read striped over a stopped OSD fails in one
-//! login timeout, not one per session.
+//! login timeout, not one per session. And a login to an OSD that a metadata server reports
+//! down waits [`SUSPECT_LOGIN_TIMEOUT`], not the full login timeout (`suspects.rs`): a new
+//! process reading a file on a stopped OSD fails in seconds.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,6 +33,7 @@ use tessera_types::ObjectAddr;
 use crate::config::{ClusterConfig, ConfigError, OsdEntry};
 use crate::credentials::CredentialBook;
 use crate::error::ClientError;
+use crate::suspects::{Suspects, SUSPECT_LOGIN_TIMEOUT};
 
 pub type OsdConn = OsdClient<Session>;
 
@@ -75,6 +78,7 @@ pub struct OsdPool {
     /// How each OSD is logged in to: initiator name, target, CHAP credentials.
     logins: Vec<SessionConfig>,
     max_transfer_bytes: u64,
+    suspects: Suspects,
 }
 
 impl OsdPool {
@@ -93,7 +97,7 @@ impl OsdPool {
                 gate: LoginGate::new(&entry.addr, login.liveness),
             })
             .collect();
-        Ok(OsdPool { osds, logins, max_transfer_bytes: config.max_transfer_bytes })
+        Ok(OsdPool { osds, logins, max_transfer_bytes: config.max_transfer_bytes, suspects: Suspects::new(&config.mds) })
     }
 
     pub fn osd_count(&self) -> usize {
@@ -165,6 +169,9 @@ impl OsdPool {
     fn log_in(&self, guard: &mut Option<Pooled>, osd: &Osd, osd_index: u32, index: usize, object_id: u64) -> Result<Lease, ClientError> {
         let mut config = self.logins[osd_index as usize].clone();
         config.isid = osd.slots[index].isid;
+        if self.suspects.reported_down(osd_index) {
+            config.login_timeout = Some(SUSPECT_LOGIN_TIMEOUT.min(config.login_timeout()));
+        }
         let session = osd.gate.attempt(|| Session::login(osd.entry.addr.as_str(), config)).map_err(|e| ClientError::Osd {
             osd_index,
             addr: osd.entry.addr.clone(),

@@ -57,8 +57,13 @@ pub struct SessionConfig {
     /// How long a session waits on a silent target before it pings it (NOP-Out, RFC 7143
     /// §11.18); a ping unanswered for as long again closes the connection, so a stopped or
     /// cut-off target fails its commands with `Unresponsive` instead of hanging them. Also
-    /// bounds connect and each login exchange (twice this), and a send that makes no progress.
+    /// bounds connect and each login exchange (twice this, unless `login_timeout` says
+    /// otherwise), and a send that makes no progress.
     pub liveness: Duration,
+    /// How long connect and each login exchange may take; `None`: twice `liveness`. Shorter
+    /// for a target believed down (a live one answers a login in milliseconds), so that
+    /// trying it costs seconds, while its session, once logged in, keeps the full interval.
+    pub login_timeout: Option<Duration>,
 }
 
 impl SessionConfig {
@@ -79,7 +84,13 @@ impl SessionConfig {
             isid: next_isid(),
             chap: None,
             liveness: DEFAULT_LIVENESS,
+            login_timeout: None,
         }
+    }
+
+    /// How long connect and each login exchange may take.
+    pub fn login_timeout(&self) -> Duration {
+        self.login_timeout.unwrap_or(self.liveness * 2)
     }
 
     /// The same configuration, authenticating with `chap`.

@@ -249,15 +249,16 @@ impl Session {
 
     fn start<A: ToSocketAddrs>(addr: A, config: SessionConfig, kind: SessionType) -> Result<Session, TransportError> {
         let neg = InitiatorNegotiator::new(config.offer(), &config.initiator_name, &config.target_name, kind);
-        let (stream, peer) = connect_within(addr, config.liveness * 2)?;
+        let login_timeout = config.login_timeout();
+        let (stream, peer) = connect_within(addr, login_timeout)?;
         // A target that goes silent during login, or stops reading what we send, fails the
         // session instead of hanging it.
-        let timeouts = |read| stream.set_read_timeout(Some(read)).and_then(|_| stream.set_write_timeout(Some(config.liveness * 2)));
-        timeouts(config.liveness * 2).map_err(|e| io_err(&peer, e))?;
+        let timeouts = |read, write| stream.set_read_timeout(Some(read)).and_then(|_| stream.set_write_timeout(Some(write)));
+        timeouts(login_timeout, login_timeout).map_err(|e| io_err(&peer, e))?;
         let max_recv = neg.params.initiator_max_recv_data_segment_len;
         let mut reader = PduReader::new(stream.try_clone().map_err(|e| io_err(&peer, e))?, max_recv);
         let mut writer = PduWriter::new(stream.try_clone().map_err(|e| io_err(&peer, e))?);
-        let login_secs = (config.liveness * 2).as_secs();
+        let login_secs = login_timeout.as_secs();
         let result = login(&mut reader, &mut writer, config.isid, neg, config.chap, &peer).map_err(|e| super::login::as_unresponsive(e, &peer, login_secs))?;
         let params = result.params;
         reader.digests.header = params.header_digest;
@@ -265,7 +266,7 @@ impl Session {
         writer.digests = reader.digests;
         debug!(%peer, tsih = result.tsih, "session logged in");
         // From here a read timeout means "ping the target" (driver.rs), not failure.
-        timeouts(config.liveness).map_err(|e| io_err(&peer, e))?;
+        timeouts(config.liveness, config.liveness * 2).map_err(|e| io_err(&peer, e))?;
         let inner = Arc::new(Inner {
             peer,
             params,
