@@ -4,7 +4,7 @@
 //! `tessera_cli` library; this file only parses arguments.
 
 use clap::{Args, Parser, Subcommand};
-use tessera_cli::fs::{df, mv, namespace, objects, repair, stripe, transfer};
+use tessera_cli::fs::{df, links, mv, namespace, objects, repair, stripe, touch, transfer, truncate};
 use tessera_cli::{bench, cmd_cluster, cmd_mds, cmd_osd, demo};
 
 #[derive(Parser)]
@@ -67,6 +67,14 @@ enum Command {
     Mv(mv::MvArgs),
     /// Change a file's or directory's permission bits (revokes a file's capabilities).
     Chmod(namespace::ChmodArgs),
+    /// Make a symbolic link: `ln -s TARGET LINK`.
+    Ln(links::LnArgs),
+    /// Print symbolic links' targets.
+    Readlink(links::ReadlinkArgs),
+    /// Set files' sizes (shrinking, or growing with a hole); makes missing files.
+    Truncate(truncate::TruncateArgs),
+    /// Make empty files, or set existing ones' times to now.
+    Touch(touch::TouchArgs),
     /// Set a directory's default striping, or create an empty file with its own.
     Setstripe(stripe::SetStripeArgs),
     /// Show a file's layout (stripe unit, count, OSDs, object ids) or a directory's default.
@@ -130,6 +138,10 @@ fn main() {
         Command::Rmdir(args) => namespace::rmdir(args),
         Command::Mv(args) => mv::mv(args),
         Command::Chmod(args) => namespace::chmod(args),
+        Command::Ln(args) => links::ln(args),
+        Command::Readlink(args) => links::readlink(args),
+        Command::Truncate(args) => truncate::truncate(args),
+        Command::Touch(args) => touch::touch(args),
         Command::Setstripe(args) => stripe::setstripe(args),
         Command::Getstripe(args) => stripe::getstripe(args),
         Command::Attr(args) => objects::attr(args),

@@ -447,6 +447,10 @@ fn refused_commands_change_nothing_and_put_replaces_whole() {
     assert!(c.fails(&["mv", "/p", "/p/q/r"]).contains("into itself"));
     assert!(c.fails(&["mv", "/p/q", "/p/q"]).contains("into itself"), "onto itself, a directory moves into itself");
     assert!(c.fails(&["mv", "/f", "/./f"]).contains("same file"));
+    // Through a symlink the text shows nothing amiss; the inodes do.
+    c.ok(&["ln", "-s", "/p/q/r", "/rlink"]);
+    let err = c.fails(&["mv", "/p", "/rlink"]);
+    assert!(err.contains("cannot move /p into itself"), "{err}");
     assert_eq!(stdout(&c.ok(&["ls", "/p/q/r"])), tree, "nothing moved");
     assert_eq!(stdout(&c.ok(&["ls", "/p"])), "q\n");
 
@@ -492,4 +496,86 @@ fn an_interrupted_put_leaves_the_destination_and_nothing_else() {
     let names = stdout(&c.ok(&["ls", "-A", "/"]));
     assert_eq!(names.trim(), "kept", "only the old file is left: {names}");
     assert_eq!(stdout(&c.ok(&["cat", "/kept"])), "the old contents");
+}
+
+/// Goal: symbolic links from the command line behave as coreutils users expect. `ln -s`
+/// makes them (inside a directory when LINK is one; `-f` replaces; plain `ln` explains that
+/// there are no hard links), `readlink` and `ls -l` show the target, `stat` shows the link
+/// and `stat -L` what it points to; `cat`, `get` and directories on the way follow links;
+/// `put` through a link replaces the file it points to (or makes it, when it dangles) and
+/// leaves the link; `rm` and `mv` act on the link; `rm -r` does not descend through one.
+/// `touch` and `truncate` make and size files, through links too. Method: a real cluster
+/// from `tessera up`, every command its own process.
+#[test]
+fn symbolic_links_and_small_file_commands() {
+    let c = UpCluster::start(2);
+    let work = tempfile::tempdir().unwrap();
+    let local = work.path().join("f");
+    std::fs::write(&local, pattern(9, 200_000)).unwrap();
+    let l = local.to_str().unwrap();
+    c.ok(&["mkdir", "-p", "/data/sub"]);
+    c.ok(&["put", l, "/data/sub/file"]);
+
+    c.ok(&["ln", "-s", "sub", "/data/s"]);
+    c.ok(&["ln", "-s", "/data/s/file", "/top"]);
+    c.ok(&["mkdir", "/links"]);
+    c.ok(&["ln", "-s", "/data/sub/file", "/links"]); // into a directory, by the target's name
+    assert_eq!(stdout(&c.ok(&["readlink", "/top", "/links/file", "/data/s"])), "/data/s/file\n/data/sub/file\nsub\n");
+    assert!(c.fails(&["readlink", "/data/sub"]).contains("not a symbolic link"));
+    assert!(c.fails(&["ln", "/data/sub/file", "/hard"]).contains("hard links are not supported"));
+    assert!(c.fails(&["ln", "-s", "elsewhere", "/top"]).contains("exists"));
+    c.ok(&["ln", "-sf", "/data/sub/file", "/top"]);
+    assert_eq!(stdout(&c.ok(&["readlink", "/top"])), "/data/sub/file\n");
+
+    assert_eq!(c.ok(&["cat", "/top"]).stdout, pattern(9, 200_000));
+    let back = work.path().join("back");
+    c.ok(&["get", "/data/s/file", back.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&back).unwrap(), pattern(9, 200_000));
+    let long = stdout(&c.ok(&["ls", "-l", "/data"]));
+    assert!(long.lines().any(|l| l.starts_with('l') && l.ends_with(" s -> sub")), "{long}");
+    assert_eq!(stdout(&c.ok(&["ls", "/data/s"])), "file\n", "ls follows a link to a directory");
+    let stat = stdout(&c.ok(&["stat", "/top"]));
+    assert!(stat.contains("type: symbolic link") && stat.contains("to: /data/sub/file") && stat.contains("size: 14"), "{stat}");
+    assert!(stdout(&c.ok(&["stat", "-L", "/top"])).contains("size: 200000"));
+
+    // put through a link: the file it points to is replaced, the link stays.
+    std::fs::write(&local, b"replaced through the link").unwrap();
+    c.ok(&["put", l, "/top"]);
+    assert_eq!(c.ok(&["cat", "/data/sub/file"]).stdout, b"replaced through the link");
+    assert_eq!(stdout(&c.ok(&["readlink", "/top"])), "/data/sub/file\n");
+    c.ok(&["ln", "-s", "made-by-put", "/data/dangling"]);
+    assert!(c.fails(&["cat", "/data/dangling"]).contains("no such file"));
+    c.ok(&["put", l, "/data/dangling"]);
+    assert_eq!(c.ok(&["cat", "/data/made-by-put"]).stdout, b"replaced through the link");
+
+    // touch and truncate, through links and not.
+    c.ok(&["touch", "/data/empty", "/data/s/new"]);
+    assert!(stdout(&c.ok(&["stat", "/data/sub/new"])).contains("size: 0"));
+    let before = stdout(&c.ok(&["stat", "/data/sub/file"]));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    c.ok(&["touch", "/top"]);
+    let modify = |stat: &str| stat.lines().find(|l| l.trim_start().starts_with("modify:")).unwrap().to_string();
+    assert_ne!(modify(&stdout(&c.ok(&["stat", "/data/sub/file"]))), modify(&before), "touch through the link moved the file's mtime");
+    c.ok(&["touch", "-c", "/data/not-made"]);
+    assert!(c.fails(&["stat", "/data/not-made"]).contains("no such file"));
+    c.ok(&["truncate", "-s", "1M", "/top", "/data/grown"]);
+    assert!(stdout(&c.ok(&["stat", "/data/sub/file"])).contains("size: 1048576"));
+    assert!(stdout(&c.ok(&["stat", "/data/grown"])).contains("size: 1048576"));
+    c.ok(&["truncate", "-s", "8", "/data/sub/file"]);
+    assert_eq!(c.ok(&["cat", "/top"]).stdout, b"replaced");
+    assert!(c.fails(&["truncate", "-s", "+1M", "/top"]).contains("relative sizes are not supported"));
+    assert!(c.fails(&["truncate", "-s", "1M", "/data"]).contains("is a directory"));
+    c.ok(&["truncate", "-c", "-s", "0", "/data/not-made"]);
+    assert!(c.fails(&["stat", "/data/not-made"]).contains("no such file"));
+
+    // rm and mv act on the link; rm -r does not go through one.
+    c.ok(&["mv", "/top", "/links/top"]);
+    assert_eq!(stdout(&c.ok(&["readlink", "/links/top"])), "/data/sub/file\n");
+    c.ok(&["rm", "-r", "/data/s"]);
+    assert!(stdout(&c.ok(&["ls", "/data/sub"])).contains("file"), "rm -r of a link left the directory it names");
+    c.ok(&["rm", "/links/top"]);
+    assert_eq!(c.ok(&["cat", "/data/sub/file"]).stdout, b"replaced");
+    c.ok(&["ln", "-s", "loop-b", "/loop-a"]);
+    c.ok(&["ln", "-s", "loop-a", "/loop-b"]);
+    assert!(c.fails(&["cat", "/loop-a"]).contains("too many levels of symbolic links"));
 }

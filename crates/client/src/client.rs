@@ -1,8 +1,10 @@
 //! [`Client`]: the namespace operations. Each resolves its path by a lookup walk from the
 //! root, then sends one request to the server that owns what it touches: entry operations to
 //! the parent directory's home server, inode operations to the inode's (both are the high bits
-//! of the id). Symbolic links are not followed while walking (every call has `lstat`
-//! semantics); an intermediate symlink answers ENOTDIR.
+//! of the id). Symbolic links are followed as POSIX resolves pathnames: always on the way,
+//! and at the end for the calls that act on what a name points to (`stat`, `open`,
+//! `readdir`, `chmod`, ...) but not for those that act on the name (`lstat`, `lookup`,
+//! `unlink`, `rename`, `readlink`).
 
 use std::sync::Arc;
 
@@ -15,8 +17,11 @@ use crate::dir::Dir;
 use crate::error::{ClientError, DataPlaces, MdsLinkError};
 use crate::file::File;
 use crate::mds_router::{reply_name, MdsRouter};
-use crate::path::{names_dir, split_parent, steps, Step};
+use crate::path::{components, names_dir, split_parent, Component};
 use crate::pool::OsdPool;
+
+/// Symlinks one walk follows before answering ELOOP (Linux's limit).
+const SYMLINKS_FOLLOWED_MAX: usize = 40;
 
 /// Entries asked for per READDIR page (the protocol's maximum).
 const READDIR_PAGE: u32 = tessera_mds_proto::limits::READDIR_ENTRIES_MAX;
@@ -76,24 +81,55 @@ impl Inner {
         }
     }
 
-    /// Walks `path` from the root; every component but the last must be a directory, and the
-    /// last too when the path ends in `/`.
+    /// Walks `path` from the root as lstat(2) does: symlinks met on the way are followed, the
+    /// final component is not (unless the path ends in `/`). Every component but the last must
+    /// be a directory, and the last too when the path ends in `/`.
     pub fn resolve(&self, op: &'static str, path: &str) -> Result<Attr, ClientError> {
+        self.walk(op, path, names_dir(path))
+    }
+
+    /// Walks `path` as stat(2) does: a final symlink is followed too.
+    pub fn resolve_followed(&self, op: &'static str, path: &str) -> Result<Attr, ClientError> {
+        self.walk(op, path, true)
+    }
+
+    /// POSIX pathname resolution. A symlink's target is read from its home server and walked
+    /// in place of the link: from the root when it is absolute, else from the directory that
+    /// holds the link. `..` is the parent of the directory reached, not of the text before
+    /// it, as in the kernel.
+    fn walk(&self, op: &'static str, path: &str, follow_last: bool) -> Result<Attr, ClientError> {
         let refuse = |source| ClientError::Fs { op, path: path.to_string(), source };
         if path.is_empty() {
             return Err(refuse(FsError::NotFound)); // as POSIX has it for an empty pathname
         }
-        let mut at = self.attr_of(InodeId::ROOT, op, path, Request::GetAttr { ino: InodeId::ROOT })?;
-        for step in steps(path) {
+        let root = || self.attr_of(InodeId::ROOT, op, path, Request::GetAttr { ino: InodeId::ROOT });
+        let mut at = root()?;
+        // The components still to walk, last first; a followed link's target goes on top.
+        let mut pending: Vec<Component> = components(path);
+        let mut followed = 0;
+        while let Some(step) = pending.pop() {
             if at.file_type != FileType::Directory {
                 return Err(refuse(FsError::NotDir));
             }
-            let ino = at.ino;
+            let dir = at;
             at = match step {
-                Step::Name(name) if name.len() > NAME_LEN_MAX => return Err(refuse(FsError::NameTooLong)),
-                Step::Name(name) => self.attr_of(ino, op, path, Request::Lookup { parent: ino, name: name.to_string() })?,
-                Step::Parent => self.attr_of(at.parent, op, path, Request::GetAttr { ino: at.parent })?,
+                Component::Name(name) if name.len() > NAME_LEN_MAX => return Err(refuse(FsError::NameTooLong)),
+                Component::Name(name) => self.attr_of(dir.ino, op, path, Request::Lookup { parent: dir.ino, name })?,
+                Component::Parent => self.attr_of(dir.parent, op, path, Request::GetAttr { ino: dir.parent })?,
             };
+            if at.file_type != FileType::Symlink || (pending.is_empty() && !follow_last) {
+                continue;
+            }
+            followed += 1;
+            if followed > SYMLINKS_FOLLOWED_MAX {
+                return Err(refuse(FsError::Loop));
+            }
+            let target = match self.call(at.ino, op, path, Request::ReadLink { ino: at.ino })? {
+                Reply::Link(target) => target,
+                other => return Err(self.unexpected(at.ino, op, &other)),
+            };
+            at = if target.starts_with('/') { root()? } else { dir };
+            pending.extend(components(&target));
         }
         if names_dir(path) && at.file_type != FileType::Directory {
             return Err(refuse(FsError::NotDir));
@@ -131,7 +167,7 @@ impl Inner {
     /// The directory that holds `path`'s final name, and that name.
     pub fn parent_of<'p>(&self, op: &'static str, path: &'p str) -> Result<(Attr, &'p str), ClientError> {
         let (parent, name) = split_parent(op, path)?;
-        let dir = self.resolve(op, if parent.is_empty() { "/" } else { parent })?;
+        let dir = self.resolve_followed(op, if parent.is_empty() { "/" } else { parent })?;
         if dir.file_type != FileType::Directory {
             return Err(ClientError::Fs { op, path: path.to_string(), source: FsError::NotDir });
         }
@@ -183,18 +219,30 @@ impl Client {
         Ok(Client { inner: Arc::new(inner) })
     }
 
-    /// Attributes of `path` (symlinks not followed); a file's size comes from its objects
-    /// (EIO when one of its OSDs does not answer).
+    /// Attributes of what `path` names, a final symlink followed, as stat(2); a file's size
+    /// comes from its objects (EIO when one of its OSDs does not answer).
     pub fn stat(&self, path: &str) -> Result<Attr, ClientError> {
-        self.inner.sized("stat", path, self.inner.resolve("stat", path)?)
+        self.inner.sized("stat", path, self.inner.resolve_followed("stat", path)?)
     }
 
-    /// Attributes of `path` as the namespace holds them, without insisting on the size: when
+    /// Attributes of `path` itself, a final symlink not followed, as lstat(2).
+    pub fn lstat(&self, path: &str) -> Result<Attr, ClientError> {
+        self.inner.sized("lstat", path, self.inner.resolve("lstat", path)?)
+    }
+
+    /// Attributes of `path` itself (a final symlink not followed, as lstat) as the namespace
+    /// holds them, without insisting on the size: when
     /// an OSD holding the file does not answer, `size_known()` is false instead of the call
     /// failing. For callers that need the type, inode or mode only (rm, mv, `ls -l` printing
     /// `?`), so a file on a down OSD can still be listed, removed or replaced.
     pub fn lookup(&self, path: &str) -> Result<Attr, ClientError> {
         self.inner.resolve("lookup", path)
+    }
+
+    /// As [`Client::lookup`], a final symlink followed: the type and mode of what `path`
+    /// names, for a caller deciding whether to act inside a directory (`put`, `mv`, `ln`).
+    pub fn lookup_followed(&self, path: &str) -> Result<Attr, ClientError> {
+        self.inner.resolve_followed("lookup", path)
     }
 
     pub fn mkdir(&self, path: &str, mode: u32) -> Result<Attr, ClientError> {
@@ -224,7 +272,7 @@ impl Client {
 
     /// Opens a directory for the `*at()` calls of [`Dir`]: one walk now, none per call.
     pub fn open_dir(&self, path: &str) -> Result<Dir, ClientError> {
-        let attr = self.inner.resolve("opendir", path)?;
+        let attr = self.inner.resolve_followed("opendir", path)?;
         if attr.file_type != FileType::Directory {
             return Err(ClientError::Fs { op: "opendir", path: path.to_string(), source: FsError::NotDir });
         }
@@ -234,7 +282,7 @@ impl Client {
     /// Opens an existing regular file: one lookup walk and one GetLayout; I/O then goes to the
     /// OSDs only.
     pub fn open(&self, path: &str) -> Result<File, ClientError> {
-        let attr = self.inner.resolve("open", path)?;
+        let attr = self.inner.resolve_followed("open", path)?;
         match attr.file_type {
             FileType::Regular => {}
             FileType::Directory => return Err(ClientError::Fs { op: "open", path: path.to_string(), source: FsError::IsDir }),
@@ -294,7 +342,7 @@ impl Client {
     /// Every entry of a directory in name order, with attributes (pages of up to 1024). A
     /// file one of whose OSDs did not answer is listed with size [`Attr::SIZE_UNKNOWN`].
     pub fn readdir(&self, path: &str) -> Result<Vec<DirEntry>, ClientError> {
-        let dir = self.inner.resolve("readdir", path)?;
+        let dir = self.inner.resolve_followed("readdir", path)?;
         let mut out: Vec<DirEntry> = Vec::new();
         loop {
             let after = out.last().map(|e| e.name.clone());
@@ -325,13 +373,13 @@ impl Client {
     /// an OSD could not be told to revoke the old capabilities; that case is
     /// [`ClientError::RevocationPending`], which names the file's OSDs.
     pub fn chmod_with(&self, path: &str, mode: impl FnOnce(&Attr) -> u32) -> Result<Attr, ClientError> {
-        let attr = self.inner.resolve("chmod", path)?;
+        let attr = self.inner.resolve_followed("chmod", path)?;
         let wanted = mode(&attr) & 0o7777;
         let changes = SetAttrs { mode: Some(wanted), ..SetAttrs::default() };
         let set = self.inner.attr_of(attr.ino, "chmod", path, Request::SetAttr { ino: attr.ino, changes });
         match set {
             Err(e) if e.fs_error() == Some(FsError::Io) && attr.file_type == FileType::Regular => {
-                match self.inner.resolve("chmod", path) {
+                match self.inner.resolve_followed("chmod", path) {
                     Ok(now) if now.ino == attr.ino && now.mode & 0o7777 == wanted => {
                         Err(ClientError::RevocationPending { op: "chmod", path: path.to_string(), places: self.inner.places_of(attr.ino, "chmod", path) })
                     }
@@ -345,7 +393,7 @@ impl Client {
     /// Sets the owner and group (`None` leaves one as it is), as chown(2). The metadata server
     /// trusts the client's word on ids (docs/metadata.md); capabilities follow the mode only.
     pub fn chown(&self, path: &str, uid: Option<u32>, gid: Option<u32>) -> Result<Attr, ClientError> {
-        let attr = self.inner.resolve("chown", path)?;
+        let attr = self.inner.resolve_followed("chown", path)?;
         let changes = SetAttrs { uid, gid, ..SetAttrs::default() };
         self.inner.attr_of(attr.ino, "chown", path, Request::SetAttr { ino: attr.ino, changes })
     }
@@ -355,14 +403,14 @@ impl Client {
         if [atime, mtime].iter().flatten().any(|t| t.nanos >= 1_000_000_000) {
             return Err(ClientError::Fs { op: "utimes", path: path.to_string(), source: FsError::Invalid });
         }
-        let attr = self.inner.resolve("utimes", path)?;
+        let attr = self.inner.resolve_followed("utimes", path)?;
         let changes = SetAttrs { atime, mtime, ..SetAttrs::default() };
         self.inner.attr_of(attr.ino, "utimes", path, Request::SetAttr { ino: attr.ino, changes })
     }
 
     /// Sets the size of the file at `path` (shrinking, or growing with a hole).
     pub fn truncate(&self, path: &str, size: u64) -> Result<Attr, ClientError> {
-        let attr = self.inner.resolve("truncate", path)?;
+        let attr = self.inner.resolve_followed("truncate", path)?;
         self.inner.attr_of(attr.ino, "truncate", path, Request::Truncate { ino: attr.ino, size })
     }
 
@@ -373,7 +421,7 @@ impl Client {
         if let Some(h) = &hint {
             check_stripe(path, h, self.inner.pool.osd_count())?;
         }
-        match self.inner.resolve("setstripe", path) {
+        match self.inner.resolve_followed("setstripe", path) {
             Ok(attr) if attr.file_type == FileType::Directory => {
                 self.inner.done(attr.ino, "setstripe", path, Request::SetDirStripe { dir: attr.ino, hint })
             }
@@ -385,7 +433,7 @@ impl Client {
 
     /// `lfs getstripe`: a directory's default or a file's layout.
     pub fn getstripe(&self, path: &str) -> Result<Stripe, ClientError> {
-        let attr = self.inner.resolve("getstripe", path)?;
+        let attr = self.inner.resolve_followed("getstripe", path)?;
         match attr.file_type {
             FileType::Directory => match self.inner.call(attr.ino, "getstripe", path, Request::GetDirStripe { dir: attr.ino })? {
                 Reply::DirStripe(h) => Ok(Stripe::Directory(h)),

@@ -20,8 +20,23 @@ pub fn steps(path: &str) -> impl Iterator<Item = Step<'_>> {
     path.split('/').filter(|c| !c.is_empty() && *c != ".").map(|c| if c == ".." { Step::Parent } else { Step::Name(c) })
 }
 
-/// The names of `path` from the root with `.` and `..` applied: the directories a walk of
-/// `path` passes, since walks follow no symlinks.
+/// One step of a walk that may follow symlinks, owning its name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Component {
+    Name(String),
+    Parent,
+}
+
+/// The steps of `path`, last first (a stack to pop from).
+pub fn components(path: &str) -> Vec<Component> {
+    let mut out: Vec<Component> =
+        steps(path).map(|s| match s { Step::Name(name) => Component::Name(name.to_string()), Step::Parent => Component::Parent }).collect();
+    out.reverse();
+    out
+}
+
+/// The names of `path` from the root with `.` and `..` applied as text, as `realpath -s`
+/// does: the directories a walk passes when none of them is reached through a symlink.
 pub fn normalized(path: &str) -> Vec<&str> {
     let mut out = Vec::new();
     for step in steps(path) {
@@ -77,6 +92,7 @@ mod tests {
         assert_eq!(split_parent("mkdir", "/").unwrap_err().fs_error(), Some(FsError::Invalid));
         assert_eq!(split_parent("mkdir", "/a/..").unwrap_err().fs_error(), Some(FsError::Invalid));
         assert_eq!(normalized("/a/./b/../../c/d/.."), vec!["c"]);
+        assert_eq!(components("a/../b/"), vec![Component::Name("b".into()), Component::Parent, Component::Name("a".into())]);
         assert!(normalized("/../..").is_empty());
         assert!(names_dir("/a/") && names_dir("/a/.") && names_dir("a/..") && names_dir("/"));
         assert!(!names_dir("/a") && !names_dir("a") && !names_dir("") && !names_dir("/a/.b"));

@@ -36,7 +36,7 @@ impl Suspects {
     /// answered in time.
     pub fn reported_down(&self, osd: u32) -> bool {
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        if !last.as_ref().is_some_and(|(at, _)| at.elapsed() < FRESH_FOR) {
+        if last.as_ref().is_none_or(|(at, _)| at.elapsed() >= FRESH_FOR) {
             *last = Some((Instant::now(), self.ask()));
         }
         last.as_ref().is_some_and(|(_, down)| down.contains(&osd))

@@ -42,9 +42,8 @@ pub enum FsError {
     /// The file's mode does not allow the operation (truncating a file without write bits).
     #[error("permission denied")]
     Access,
-    /// The path names a symbolic link where a file was needed (every call has lstat
-    /// semantics; links are not followed), as open(O_NOFOLLOW) answers.
-    #[error("too many levels of symbolic links (links are not followed)")]
+    /// A walk met more symbolic links than it follows (40, as Linux): a loop of links.
+    #[error("too many levels of symbolic links (a loop of links?)")]
     Loop,
     /// A size or offset past what a file can hold.
     #[error("file too large")]

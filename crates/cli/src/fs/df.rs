@@ -89,7 +89,7 @@ fn total(usage: &[OsdUsage]) -> (Space, Vec<SharedFs>) {
         let (mut size, used) = (on(|u| u.total_bytes), on(|u| u.used_bytes));
         let mut avail = on(|u| u.total_bytes.saturating_sub(u.used_bytes));
         // Members report the same file system; the latest answer's figures are as good as any.
-        if let Some(fs) = members.iter().filter_map(|&i| usage[i].fs).last() {
+        if let Some(fs) = members.iter().filter_map(|&i| usage[i].fs).next_back() {
             size = size.min(fs.size_bytes);
             avail = avail.min(fs.avail_bytes);
             if members.len() > 1 {

@@ -4,6 +4,7 @@
 
 pub mod df;
 pub mod interrupt;
+pub mod links;
 pub mod mode;
 pub mod mv;
 pub mod namespace;
@@ -11,7 +12,9 @@ pub mod objects;
 pub mod repair;
 pub mod sparse;
 pub mod stripe;
+pub mod touch;
 pub mod transfer;
+pub mod truncate;
 
 use std::path::PathBuf;
 

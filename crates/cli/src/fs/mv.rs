@@ -31,8 +31,8 @@ const COPY_CHUNK_MIN: u64 = 8 << 20;
 
 pub fn mv(args: MvArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
-    // Like mv(1): moving onto an existing directory moves into it.
-    let to = match client.lookup(&args.to) {
+    // Like mv(1): moving onto an existing directory (or a link to one) moves into it.
+    let to = match client.lookup_followed(&args.to) {
         Ok(a) if a.file_type == FileType::Directory => {
             let name = args.from.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
             format!("{}/{name}", args.to.trim_end_matches('/'))
@@ -40,8 +40,8 @@ pub fn mv(args: MvArgs) -> Result<()> {
         _ => args.to.clone(),
     };
     // Checked before anything moves: the copying path below would otherwise rearrange the
-    // tree before the servers could refuse. Paths resolve without following symlinks, so `..`
-    // is purely textual here.
+    // tree before the servers could refuse. The text is compared first, for the message; a
+    // destination reached through a symlink is caught by inode.
     let (src, dst) = (normalized(&args.from), normalized(&to));
     if src.is_empty() {
         bail!("cannot move the root");
@@ -50,6 +50,11 @@ pub fn mv(args: MvArgs) -> Result<()> {
         bail!("{} and {to} are the same file", args.from);
     }
     if dst.len() > src.len() && dst[..src.len()] == src[..] {
+        bail!("cannot move {} into itself ({to})", args.from);
+    }
+    let from = client.lookup(&args.from)?;
+    // A destination that cannot be walked is left for the rename to report.
+    if from.file_type == FileType::Directory && matches!(inside(&client, &to, from.ino), Ok(true)) {
         bail!("cannot move {} into itself ({to})", args.from);
     }
     move_path(&client, &args.from, &to)
@@ -62,7 +67,7 @@ fn move_path(client: &Client, from: &str, to: &str) -> Result<()> {
         Err(e) if e.fs_error() == Some(FsError::CrossServer) => {}
         other => return Ok(other?),
     }
-    let attr = client.stat(from)?;
+    let attr = client.lstat(from)?;
     match attr.file_type {
         FileType::Regular => copy_then_remove(client, from, to, &attr),
         FileType::Symlink => {
@@ -92,6 +97,23 @@ fn replace_with(client: &Client, to: &str, kind: FileType) -> Result<()> {
         Ok(_) => Ok(client.unlink(to)?),
         Err(e) if e.fs_error() == Some(FsError::NotFound) => Ok(()),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether the directory that would hold `to` is directory `ino` or lies beneath it, walking
+/// up by `..` (which a symlink on the way cannot fool).
+fn inside(client: &Client, to: &str, ino: tessera_client::InodeId) -> Result<bool> {
+    let (dir, _) = split_parent("mv", to)?;
+    let mut up = if dir.is_empty() { "/".to_string() } else { dir.to_string() };
+    loop {
+        let at = client.lookup_followed(&up)?;
+        if at.ino == ino {
+            return Ok(true);
+        }
+        if at.ino == tessera_client::InodeId::ROOT {
+            return Ok(false);
+        }
+        up.push_str("/..");
     }
 }
 

@@ -44,6 +44,10 @@ pub struct LsArgs {
 pub struct StatArgs {
     #[arg(required = true)]
     paths: Vec<String>,
+    /// Follow a final symbolic link and show what it points to (without: the link itself,
+    /// as stat(1)).
+    #[arg(short = 'L', long = "dereference")]
+    dereference: bool,
     #[command(flatten)]
     cluster: ClusterArg,
 }
@@ -121,8 +125,17 @@ pub fn ls(args: LsArgs) -> Result<()> {
     let mut failed = 0;
     for path in &args.paths {
         // `lookup`, not `stat`: a file whose OSD is down is listed with its size as `?`.
+        // As ls(1), a symlink named here is listed as itself with -l or -d, and otherwise
+        // followed when it leads to a directory.
+        let lists = |a: &Attr| match a.file_type {
+            FileType::Directory => !args.directory,
+            FileType::Symlink if !args.directory && !args.long => {
+                matches!(client.lookup_followed(path), Ok(t) if t.file_type == FileType::Directory)
+            }
+            _ => false,
+        };
         match client.lookup(path) {
-            Ok(a) if a.file_type == FileType::Directory && !args.directory => dirs.push(path),
+            Ok(a) if lists(&a) => dirs.push(path),
             Ok(a) => files.push((path.clone(), a)),
             Err(e) if args.paths.len() == 1 => return Err(e.into()),
             Err(e) => {
@@ -131,7 +144,7 @@ pub fn ls(args: LsArgs) -> Result<()> {
             }
         }
     }
-    let print = |entries: Vec<(String, Attr)>| {
+    let print = |entries: Vec<(String, Attr)>, dir: Option<&str>| {
         for (name, attr) in entries {
             if args.long {
                 // `?`: an OSD holding the file did not answer, so its size is unknown.
@@ -140,7 +153,14 @@ pub fn ls(args: LsArgs) -> Result<()> {
                     (true, true) => human_size(attr.size),
                     (true, false) => attr.size.to_string(),
                 };
-                println!("{} {:>3} {:>5} {:>5} {:>12} {} {name}", mode_string(&attr), attr.nlink, attr.uid, attr.gid, size, time_string(attr.mtime.secs));
+                let link = match attr.file_type {
+                    FileType::Symlink => {
+                        let at = dir.map_or(name.clone(), |d| format!("{}/{name}", d.trim_end_matches('/')));
+                        format!(" -> {}", client.readlink(&at).unwrap_or_else(|_| "?".into()))
+                    }
+                    _ => String::new(),
+                };
+                println!("{} {:>3} {:>5} {:>5} {:>12} {} {name}{link}", mode_string(&attr), attr.nlink, attr.uid, attr.gid, size, time_string(attr.mtime.secs));
             } else {
                 println!("{name}");
             }
@@ -148,7 +168,7 @@ pub fn ls(args: LsArgs) -> Result<()> {
     };
     let headed = args.paths.len() > 1;
     let had_files = !files.is_empty();
-    print(files);
+    print(files, None);
     for (i, dir) in dirs.into_iter().enumerate() {
         match listing(&client, dir, &args) {
             Ok(entries) => {
@@ -156,7 +176,7 @@ pub fn ls(args: LsArgs) -> Result<()> {
                     let gap = if i > 0 || had_files { "\n" } else { "" };
                     println!("{gap}{dir}:");
                 }
-                print(entries);
+                print(entries, Some(dir));
             }
             Err(e) => {
                 eprintln!("tessera: ls: {e}");
@@ -176,12 +196,8 @@ fn listing(client: &Client, dir: &str, args: &LsArgs) -> Result<Vec<(String, Att
     let entries = client.readdir(dir)?;
     let mut out = Vec::with_capacity(entries.len() + 2);
     if args.all {
-        let parent = match dir.trim_end_matches('/').rsplit_once('/') {
-            Some((parent, _)) if !parent.is_empty() => parent,
-            _ => "/",
-        };
         out.push((".".to_string(), client.stat(dir)?));
-        out.push(("..".to_string(), client.stat(parent)?));
+        out.push(("..".to_string(), client.stat(&format!("{}/..", dir.trim_end_matches('/')))?));
     }
     let hidden_too = args.all || args.almost_all;
     out.extend(entries.into_iter().filter(|e| hidden_too || !e.name.starts_with('.')).map(|e| (e.name, e.attr)));
@@ -191,9 +207,12 @@ fn listing(client: &Client, dir: &str, args: &LsArgs) -> Result<Vec<(String, Att
 pub fn stat(args: StatArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
     each_path("stat", &args.paths, |path| {
-        let a = client.stat(path)?;
+        let a = if args.dereference { client.stat(path)? } else { client.lstat(path)? };
         println!("  path: {path}");
         println!("  type: {}", type_name(a.file_type));
+        if a.file_type == FileType::Symlink {
+            println!("    to: {}", client.readlink(path)?);
+        }
         println!("  size: {}", a.size);
         println!(" inode: {:#x} (metadata server {})", a.ino.0, a.ino.server());
         println!("  mode: {:04o} ({})", a.mode, mode_string(&a));
@@ -213,13 +232,18 @@ pub fn mkdir(args: MkdirArgs) -> Result<()> {
             client.mkdir(path, 0o755)?;
             return Ok(());
         }
+        // Each prefix of the path as written: `..` after a symlink is the parent of where the
+        // link led, as mkdir(1) finds it.
         let mut prefix = String::new();
-        for part in tessera_client::path::normalized(path) {
+        for part in path.split('/').filter(|c| !c.is_empty() && *c != ".") {
             prefix.push('/');
             prefix.push_str(part);
+            if part == ".." {
+                continue;
+            }
             match client.mkdir(&prefix, 0o755) {
                 Err(e) if e.fs_error() == Some(FsError::Exists) => {
-                    if client.lookup(&prefix)?.file_type != FileType::Directory {
+                    if client.lookup_followed(&prefix)?.file_type != FileType::Directory {
                         bail!("{prefix} exists and is not a directory");
                     }
                 }

@@ -88,7 +88,8 @@ pub fn put(args: PutArgs) -> Result<()> {
         }
         (Box::new(f), meta.len(), meta.permissions().mode() & 0o777 & !umask())
     };
-    let remote = destination(&client, &args.remote, &args.local)?;
+    // Through a symlink, as cp(1): the file it points to is replaced (or made), not the link.
+    let remote = super::links::through_links(&client, &destination(&client, &args.remote, &args.local)?)?;
     let hint = match (args.stripe_count, args.stripe_size) {
         (None, None) => None,
         (count, unit) => Some(super::stripe::complete(&client, &args.cluster, &remote, count, unit, None)?),
@@ -207,7 +208,7 @@ fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
 
 /// `remote`, or `remote/<local name>` when `remote` is a directory.
 fn destination(client: &Client, remote: &str, local: &Path) -> Result<String> {
-    match client.lookup(remote) {
+    match client.lookup_followed(remote) {
         Ok(attr) if attr.file_type == FileType::Directory => {
             let name = local.file_name().and_then(|n| n.to_str()).context("standard input has no name; give a file path as destination")?;
             Ok(format!("{}/{name}", remote.trim_end_matches('/')))
