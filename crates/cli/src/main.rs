@@ -4,7 +4,7 @@
 //! `tessera_cli` library; this file only parses arguments.
 
 use clap::{Args, Parser, Subcommand};
-use tessera_cli::fs::{df, links, mv, namespace, objects, repair, stripe, touch, transfer, truncate};
+use tessera_cli::fs::{df, links, mv, namespace, objects, owner, repair, stripe, touch, transfer, truncate};
 use tessera_cli::{bench, cmd_cluster, cmd_mds, cmd_osd, demo};
 
 #[derive(Parser)]
@@ -67,6 +67,8 @@ enum Command {
     Mv(mv::MvArgs),
     /// Change a file's or directory's permission bits (revokes a file's capabilities).
     Chmod(namespace::ChmodArgs),
+    /// Change files' owner and group: `chown OWNER[:GROUP]`, by number or by this host's names.
+    Chown(owner::ChownArgs),
     /// Make a symbolic link: `ln -s TARGET LINK`.
     Ln(links::LnArgs),
     /// Print symbolic links' targets.
@@ -138,6 +140,7 @@ fn main() {
         Command::Rmdir(args) => namespace::rmdir(args),
         Command::Mv(args) => mv::mv(args),
         Command::Chmod(args) => namespace::chmod(args),
+        Command::Chown(args) => owner::chown(args),
         Command::Ln(args) => links::ln(args),
         Command::Readlink(args) => links::readlink(args),
         Command::Truncate(args) => truncate::truncate(args),

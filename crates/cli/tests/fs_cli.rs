@@ -504,7 +504,7 @@ fn an_interrupted_put_leaves_the_destination_and_nothing_else() {
 /// and `stat -L` what it points to; `cat`, `get` and directories on the way follow links;
 /// `put` through a link replaces the file it points to (or makes it, when it dangles) and
 /// leaves the link; `rm` and `mv` act on the link; `rm -r` does not descend through one.
-/// `touch` and `truncate` make and size files, through links too. Method: a real cluster
+/// `touch` and `truncate` make and size files and `chown` sets ids, through links too. Method: a real cluster
 /// from `tessera up`, every command its own process.
 #[test]
 fn symbolic_links_and_small_file_commands() {
@@ -567,6 +567,13 @@ fn symbolic_links_and_small_file_commands() {
     assert!(c.fails(&["truncate", "-s", "1M", "/data"]).contains("is a directory"));
     c.ok(&["truncate", "-c", "-s", "0", "/data/not-made"]);
     assert!(c.fails(&["stat", "/data/not-made"]).contains("no such file"));
+
+    // chown, by number and by this host's names, through the link.
+    c.ok(&["chown", "1234:99", "/top"]);
+    assert!(stdout(&c.ok(&["stat", "/data/sub/file"])).contains("owner: uid 1234 gid 99"));
+    c.ok(&["chown", ":root", "/data/sub/file"]);
+    assert!(stdout(&c.ok(&["stat", "/data/sub/file"])).contains("owner: uid 1234 gid 0"));
+    assert!(c.fails(&["chown", "no-such-user-here", "/top"]).contains("no user"));
 
     // rm and mv act on the link; rm -r does not go through one.
     c.ok(&["mv", "/top", "/links/top"]);

@@ -9,6 +9,7 @@ pub mod mode;
 pub mod mv;
 pub mod namespace;
 pub mod objects;
+pub mod owner;
 pub mod repair;
 pub mod sparse;
 pub mod stripe;

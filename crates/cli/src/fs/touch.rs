@@ -13,6 +13,7 @@ use super::{each_path, ClusterArg};
 
 #[derive(Args)]
 pub struct TouchArgs {
+    /// Files to make or stamp (a symbolic link is followed to the file it names).
     #[arg(required = true)]
     paths: Vec<String>,
     /// Do not create files that do not exist.

@@ -19,6 +19,7 @@ pub struct TruncateArgs {
     /// Do not create files that do not exist.
     #[arg(short = 'c', long = "no-create")]
     no_create: bool,
+    /// Files to size (a symbolic link is followed to the file it names).
     #[arg(required = true)]
     paths: Vec<String>,
     #[command(flatten)]
