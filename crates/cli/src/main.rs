@@ -4,7 +4,7 @@
 //! `tessera_cli` library; this file only parses arguments.
 
 use clap::{Args, Parser, Subcommand};
-use tessera_cli::fs::{df, links, mv, namespace, objects, owner, repair, stripe, touch, transfer, truncate};
+use tessera_cli::fs::{copy, df, links, mv, namespace, objects, owner, repair, stripe, touch, transfer, truncate};
 use tessera_cli::{bench, cmd_cluster, cmd_mds, cmd_osd, demo};
 
 #[derive(Parser)]
@@ -63,6 +63,8 @@ enum Command {
     Rm(namespace::RmArgs),
     /// Remove empty directories.
     Rmdir(namespace::RmdirArgs),
+    /// Copy files (with -r, directories) inside Tessera, through this client, no local file in between.
+    Cp(copy::CpArgs),
     /// Rename or move a file or directory (copied and removed when the move crosses metadata servers).
     Mv(mv::MvArgs),
     /// Change a file's or directory's permission bits (revokes a file's capabilities).
@@ -138,6 +140,7 @@ fn main() {
         Command::Mkdir(args) => namespace::mkdir(args),
         Command::Rm(args) => namespace::rm(args),
         Command::Rmdir(args) => namespace::rmdir(args),
+        Command::Cp(args) => copy::cp(args),
         Command::Mv(args) => mv::mv(args),
         Command::Chmod(args) => namespace::chmod(args),
         Command::Chown(args) => owner::chown(args),

@@ -586,3 +586,72 @@ fn symbolic_links_and_small_file_commands() {
     c.ok(&["ln", "-s", "loop-a", "/loop-b"]);
     assert!(c.fails(&["cat", "/loop-a"]).contains("too many levels of symbolic links"));
 }
+
+/// Goal: `cp` copies inside the cluster as cp(1) does. A file's bytes arrive exactly, a run
+/// of zeros stays a hole (the copy uses no more space than the original's data); a new file
+/// takes its directory's default striping, a file copied over keeps its own and its mode;
+/// several sources go into a directory; `-r` copies a tree, its links as links; refusals
+/// (the same file, a directory without -r, a directory into itself, several sources to a
+/// non-directory) change nothing and leave no temporary. Method: a real cluster from
+/// `tessera up`, every command its own process, contents compared byte for byte.
+#[test]
+fn cp_copies_files_and_trees_inside_the_cluster() {
+    let c = UpCluster::start(2);
+    let work = tempfile::tempdir().unwrap();
+    let local = work.path().join("f");
+    let mut data = pattern(21, 300_001);
+    data.extend(vec![0u8; 4 << 20]);
+    data.extend(pattern(22, 100_000));
+    std::fs::write(&local, &data).unwrap();
+    c.ok(&["mkdir", "-p", "/src/sub", "/wide"]);
+    c.ok(&["put", local.to_str().unwrap(), "/src/sub/f"]);
+    c.ok(&["chmod", "640", "/src/sub/f"]);
+    c.ok(&["ln", "-s", "sub/f", "/src/link"]);
+    c.ok(&["setstripe", "-c", "2", "-S", "128K", "/wide"]);
+    let used = |c: &UpCluster| -> u64 {
+        let df = stdout(&c.ok(&["df"]));
+        let total = df.lines().find(|l| l.starts_with("total")).unwrap().to_string();
+        let used = total.split_whitespace().nth(3).unwrap().to_string(); // total SIZE UNIT USED UNIT ...
+        let unit = total.split_whitespace().nth(4).unwrap().to_string();
+        let scale = match unit.as_str() { "B" => 1.0, "KiB" => 1024.0, "MiB" => 1048576.0, "GiB" => 1073741824.0, u => panic!("{u} in {df}") };
+        (used.parse::<f64>().unwrap() * scale) as u64
+    };
+    let before = used(&c);
+
+    c.ok(&["cp", "/src/sub/f", "/wide/copy"]);
+    let back = work.path().join("back");
+    c.ok(&["get", "/wide/copy", back.to_str().unwrap()]);
+    assert!(std::fs::read(&back).unwrap() == data, "the copy's bytes differ");
+    assert!(stdout(&c.ok(&["getstripe", "/wide/copy"])).contains("stripe_count: 2  stripe_size: 131072"), "the directory's striping");
+    assert!(stdout(&c.ok(&["stat", "/wide/copy"])).contains("mode: 0640"));
+    let grew = used(&c) - before;
+    assert!(grew < 1 << 20, "the 4 MiB of zeros stayed a hole: the copy used {grew} bytes");
+
+    // Over an existing file: its layout and mode stay, its bytes are replaced.
+    c.ok(&["setstripe", "-c", "1", "-S", "64K", "/one"]);
+    c.ok(&["chmod", "600", "/one"]);
+    c.ok(&["cp", "/src/link", "/one"]);
+    c.ok(&["get", "/one", back.to_str().unwrap()]);
+    assert!(std::fs::read(&back).unwrap() == data, "the copy through a link differs");
+    let one = stdout(&c.ok(&["stat", "/one"]));
+    assert!(one.contains("mode: 0600"), "{one}");
+    assert!(stdout(&c.ok(&["getstripe", "/one"])).contains("stripe_count: 1  stripe_size: 65536"));
+
+    // Several into a directory; a tree with its link.
+    c.ok(&["cp", "/one", "/wide/copy", "/src"]);
+    assert_eq!(stdout(&c.ok(&["ls", "/src"])), "copy\nlink\none\nsub\n");
+    c.ok(&["cp", "-r", "/src", "/tree"]);
+    assert_eq!(stdout(&c.ok(&["ls", "/tree"])), "copy\nlink\none\nsub\n");
+    assert_eq!(stdout(&c.ok(&["readlink", "/tree/link"])), "sub/f\n", "a link copied as a link");
+    assert_eq!(c.ok(&["cat", "/tree/link"]).stdout.len(), data.len(), "and it leads to the copy");
+
+    // Refusals.
+    assert!(c.fails(&["cp", "/one", "/one"]).contains("are the same file"));
+    assert!(c.fails(&["cp", "/src/link", "/src/sub/f"]).contains("are the same file"));
+    assert!(c.fails(&["cp", "/src", "/elsewhere"]).contains("use -r"));
+    assert!(c.fails(&["cp", "-r", "/src", "/src/sub"]).contains("into itself"));
+    assert!(c.fails(&["cp", "/one", "/wide/copy", "/nowhere"]).contains("needs an existing directory"));
+    assert!(c.fails(&["stat", "/elsewhere"]).contains("no such file"));
+    assert_eq!(stdout(&c.ok(&["ls", "-A", "/src/sub"])), "f\n", "nothing copied into itself, no temporary left");
+    assert_eq!(stdout(&c.ok(&["ls", "-A", "/"])), "one\nsrc\ntree\nwide\n");
+}

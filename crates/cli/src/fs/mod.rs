@@ -2,6 +2,7 @@
 //! from Lustre's `lfs` and coreutils. Each finds the cluster from `--cluster FILE` or
 //! `TESSERA_CLUSTER` and talks to the metadata servers and OSDs directly.
 
+pub mod copy;
 pub mod df;
 pub mod interrupt;
 pub mod links;

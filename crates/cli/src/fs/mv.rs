@@ -102,7 +102,7 @@ fn replace_with(client: &Client, to: &str, kind: FileType) -> Result<()> {
 
 /// Whether the directory that would hold `to` is directory `ino` or lies beneath it, walking
 /// up by `..` (which a symlink on the way cannot fool).
-fn inside(client: &Client, to: &str, ino: tessera_client::InodeId) -> Result<bool> {
+pub(super) fn inside(client: &Client, to: &str, ino: tessera_client::InodeId) -> Result<bool> {
     let (dir, _) = split_parent("mv", to)?;
     let mut up = if dir.is_empty() { "/".to_string() } else { dir.to_string() };
     loop {

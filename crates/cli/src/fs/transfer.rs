@@ -86,7 +86,7 @@ pub fn put(args: PutArgs) -> Result<()> {
         if meta.is_dir() {
             bail!("{} is a directory; put copies one file", args.local.display());
         }
-        (Box::new(f), meta.len(), meta.permissions().mode() & 0o777 & !umask())
+        (Box::new(f), meta.len(), meta.permissions().mode() & 0o777 & !super::mode::process_umask())
     };
     // Through a symlink, as cp(1): the file it points to is replaced (or made), not the link.
     let remote = super::links::through_links(&client, &destination(&client, &args.remote, &args.local)?)?;
@@ -94,67 +94,74 @@ pub fn put(args: PutArgs) -> Result<()> {
         (None, None) => None,
         (count, unit) => Some(super::stripe::complete(&client, &args.cluster, &remote, count, unit, None)?),
     };
-    // A file that exists is replaced only once the new contents are complete: they are
-    // written under a temporary name beside it, with its striping, then renamed over it.
-    let (target, mode) = match client.open(&remote) {
+    let source = args.local.display().to_string();
+    let n = store(&client, Source { input, total, name: &source, verb: "put" }, &remote, local_mode, hint)?;
+    eprintln!("put {source} -> {remote}: {n} bytes");
+    Ok(())
+}
+
+/// Where `store` reads a file's new contents from.
+pub(super) struct Source<'a> {
+    pub input: Box<dyn Read + 'a>,
+    /// Its length, for the progress bar (0 when not known).
+    pub total: u64,
+    /// For messages: the local path or remote path it comes from.
+    pub name: &'a str,
+    /// For messages: the command (`put`, `cp`).
+    pub verb: &'a str,
+}
+
+/// Writes `source` to `remote` and returns the bytes. A file that exists is replaced only
+/// once the new contents are complete and durable: they are written under a temporary name
+/// beside it, with its striping and mode, then renamed over it. A new file gets `new_mode`
+/// and `hint` (or its directory's striping). On failure or interrupt the destination is as
+/// it was and the partial copy is removed.
+pub(super) fn store(client: &Client, source: Source<'_>, remote: &str, new_mode: u32, hint: Option<StripeHint>) -> Result<u64> {
+    let (target, mode) = match client.open(remote) {
         Ok(_) if hint.is_some() => bail!("{remote} exists and its layout is fixed; remove it first to restripe"),
         Ok(old) => {
             let s = &old.layout().stripe;
             let same = StripeHint { stripe_unit: s.stripe_unit(), stripe_count: s.stripe_count(), start_osd: None };
-            (Some(same), Some(client.lookup(&remote)?.mode))
+            (Some(same), client.lookup(remote)?.mode)
         }
-        Err(e) if e.fs_error() == Some(FsError::NotFound) => (hint, None),
+        Err(e) if e.fs_error() == Some(FsError::NotFound) => (hint, new_mode),
         Err(e) => return Err(e.into()),
     };
-    let temp = temporary_name(&remote);
+    let temp = temporary_name(remote, source.verb);
     let interrupt = Interrupt::catch()?;
     let file = client.create(&temp, 0o600, target)?;
-    let copied = fill(&file, input, total, &args.local, &remote, interrupt).and_then(|n| {
-        client.chmod(&temp, mode.unwrap_or(local_mode))?;
-        client.rename(&temp, &remote)?;
+    let (verb, name) = (source.verb, source.name);
+    let copied = fill(&file, source, remote, interrupt).and_then(|n| {
+        client.chmod(&temp, mode)?;
+        client.rename(&temp, remote)?;
         Ok(n)
     });
-    match copied {
-        Ok(n) => {
-            eprintln!("put {} -> {remote}: {n} bytes", args.local.display());
-            Ok(())
-        }
-        Err(e) => {
-            // The destination is as it was; the partial copy goes.
-            let _ = client.unlink(&temp);
-            Err(e.context(format!("put {} -> {remote} (the destination is unchanged)", args.local.display())))
-        }
-    }
+    copied.or_else(|e| {
+        // The destination is as it was; the partial copy goes.
+        let _ = client.unlink(&temp);
+        Err(e.context(format!("{verb} {name} -> {remote} (the destination is unchanged)")))
+    })
 }
 
-/// The process's umask (read by setting it, so set back at once).
-fn umask() -> u32 {
-    // SAFETY: umask(2) cannot fail; this command has no other thread creating files.
-    unsafe {
-        let mask = libc::umask(0o022);
-        libc::umask(mask);
-        mask as u32
-    }
-}
-
-/// `.<name>.put-<pid>` beside `remote`.
-fn temporary_name(remote: &str) -> String {
+/// `.<name>.<verb>-<pid>` beside `remote`.
+fn temporary_name(remote: &str, verb: &str) -> String {
     let (dir, name) = remote.trim_end_matches('/').rsplit_once('/').unwrap_or(("", remote));
-    format!("{dir}/.{name}.put-{}", std::process::id())
+    format!("{dir}/.{name}.{verb}-{}", std::process::id())
 }
 
 /// Copies `input` into `file` in large striped pieces and makes it durable; returns the bytes.
 /// Stripe units of zeros are not written, so holes stay holes (as cp(1) and `mv` keep them).
-fn fill(file: &tessera_client::File, mut input: Box<dyn Read>, total: u64, local: &Path, remote: &str, interrupt: &Interrupt) -> Result<u64> {
+fn fill(file: &tessera_client::File, source: Source<'_>, remote: &str, interrupt: &Interrupt) -> Result<u64> {
+    let Source { mut input, total, name, verb } = source;
     let stripe = &file.layout().stripe;
     let chunk = chunk_len(stripe.stripe_unit() * stripe.stripe_count() as u64);
-    let bar = progress(total, &format!("put {remote}"));
+    let bar = progress(total, &format!("{verb} {remote}"));
     let mut buf = vec![0u8; chunk as usize];
     let mut offset = 0u64;
     let mut tail_hole = false;
     loop {
         interrupt.check()?;
-        let n = read_full(&mut input, &mut buf).with_context(|| format!("reading {}", local.display()))?;
+        let n = read_full(&mut input, &mut buf).with_context(|| format!("reading {name}"))?;
         if n == 0 {
             break;
         }
