@@ -25,6 +25,11 @@ use crate::{encode_request_frame, frame_body_len, DecodeError, Frame, FsError, M
 /// a create may wait for CREATE on every OSD of its stripe when a pool runs dry.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long a request that [runs long](Request::runs_long) may take. The probe below still
+/// ends the wait within seconds when the server stops answering; this bound only keeps a
+/// server that answers probes but never replies from holding the caller for ever.
+pub const LONG_REPLY_TIMEOUT: Duration = Duration::from_secs(3600);
+
 /// Silence after which a waiting call asks the server whether it is still there.
 pub const PROBE_AFTER: Duration = Duration::from_secs(5);
 /// How long that question may take, connection included.
@@ -117,8 +122,9 @@ impl MdsConnection {
             _ => ConnectionError::Io(e),
         };
         self.stream.write_all(&encode_request_frame(request_id, request)).map_err(timed_out)?;
-        let deadline = Instant::now() + self.timeout;
+        let limit = if request.runs_long() { self.timeout.max(LONG_REPLY_TIMEOUT) } else { self.timeout };
         let since = Instant::now();
+        let deadline = since + limit;
         let mut header = [0u8; FRAME_HEADER_LEN];
         self.read_reply(&mut header, deadline, since)?;
         // Checked before allocating, so a hostile length costs nothing.
@@ -148,7 +154,7 @@ impl MdsConnection {
                     // Too little time left to ask (a probe's own connection never asks, as
                     // its timeout is the probe's): the timeout stands.
                     if Instant::now() + PROBE_TIMEOUT >= deadline {
-                        return Err(ConnectionError::NoReply { secs: self.timeout.as_secs() });
+                        return Err(ConnectionError::NoReply { secs: (deadline - since).as_secs() });
                     }
                     let Ok(peer) = self.stream.peer_addr() else { return Err(ConnectionError::Io(e)) };
                     if !server_answers(peer) {
@@ -250,6 +256,60 @@ mod tests {
         let mut conn = MdsConnection::connect_with_timeout(addr, Duration::from_secs(5)).unwrap();
         let got = conn.call(&Request::GetAttr { ino: InodeId::ROOT });
         assert!(matches!(got, Err(ConnectionError::Mismatch { expected: 1, got: 2 })), "{got:?}");
+        server.join().unwrap();
+    }
+
+    /// A fake server: answers the probe's ClusterMap on new connections at once, and the
+    /// first connection's request only after `delay`.
+    fn slow_server(delay: Duration) -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut first, _) = listener.accept().unwrap();
+            let request = read_frame(&mut first);
+            listener.set_nonblocking(true).unwrap();
+            let started = Instant::now();
+            while started.elapsed() < delay {
+                match listener.accept() {
+                    Ok((mut probe, _)) => {
+                        probe.set_nonblocking(false).unwrap();
+                        let frame = read_frame(&mut probe);
+                        let answer = Frame { request_id: frame.request_id, message: Message::Reply(Err(FsError::NotFound)) };
+                        let _ = probe.write_all(&encode_frame(&answer));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+            let reply = Frame { request_id: request.request_id, message: Message::Reply(Err(FsError::NotFound)) };
+            let _ = first.write_all(&encode_frame(&reply));
+        });
+        (addr, server)
+    }
+
+    fn read_frame(s: &mut std::net::TcpStream) -> Frame {
+        let mut header = [0u8; FRAME_HEADER_LEN];
+        s.read_exact(&mut header).unwrap();
+        let mut body = vec![0u8; frame_body_len(header).unwrap()];
+        s.read_exact(&mut body).unwrap();
+        Frame::decode_body(&body).unwrap()
+    }
+
+    /// Goal: a request that walks whole stores (repair) waits past the connection's reply
+    /// timeout for as long as its server answers the probe, where any other request gives up
+    /// at the timeout. Method: a fake server that answers probes at once and the request after
+    /// 6 s, against a connection whose timeout is 4 s.
+    #[test]
+    fn a_repair_outlasts_the_reply_timeout_while_its_server_answers() {
+        let (addr, server) = slow_server(Duration::from_secs(6));
+        let mut conn = MdsConnection::connect_with_timeout(addr, Duration::from_secs(4)).unwrap();
+        let got = conn.call(&Request::Repair { remove: false });
+        assert!(matches!(got, Ok(Err(FsError::NotFound))), "the repair got its answer: {got:?}");
+        server.join().unwrap();
+
+        let (addr, server) = slow_server(Duration::from_secs(6));
+        let mut conn = MdsConnection::connect_with_timeout(addr, Duration::from_secs(4)).unwrap();
+        let got = conn.call(&Request::StatFs);
+        assert!(matches!(got, Err(ConnectionError::NoReply { secs: 4 })), "a stat gives up at the timeout: {got:?}");
         server.join().unwrap();
     }
 }

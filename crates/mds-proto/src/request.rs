@@ -128,6 +128,12 @@ impl Request {
         )
     }
 
+    /// Whether the request walks whole stores and may outlast [`crate::connection::REPLY_TIMEOUT`]:
+    /// `Repair` lists every object of every OSD.
+    pub fn runs_long(&self) -> bool {
+        matches!(self, Request::Repair { .. })
+    }
+
     pub fn encode(&self, w: &mut Writer) {
         use Request as R;
         match self {
