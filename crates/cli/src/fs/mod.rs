@@ -16,6 +16,7 @@ pub mod sparse;
 pub mod stripe;
 pub mod touch;
 pub mod transfer;
+pub mod trees;
 pub mod truncate;
 
 use std::path::PathBuf;

@@ -24,8 +24,11 @@ pub struct LsArgs {
     #[arg(short = 'h', long = "human-readable")]
     human: bool,
     /// List directories themselves, not their contents.
-    #[arg(short = 'd', long = "directory")]
+    #[arg(short = 'd', long = "directory", conflicts_with = "recursive")]
     directory: bool,
+    /// List subdirectories too, each under its path (symbolic links are not followed).
+    #[arg(short = 'R', long = "recursive")]
+    recursive: bool,
     /// Show entries whose names begin with `.` (hidden otherwise, as ls(1) does), and `.` and
     /// `..` too.
     #[arg(short = 'a', long = "all")]
@@ -166,17 +169,27 @@ pub fn ls(args: LsArgs) -> Result<()> {
             }
         }
     };
-    let headed = args.paths.len() > 1;
+    let headed = args.paths.len() > 1 || args.recursive;
     let had_files = !files.is_empty();
     print(files, None);
-    for (i, dir) in dirs.into_iter().enumerate() {
-        match listing(&client, dir, &args) {
+    // Directories still to list, next last; with -R each one's subdirectories go next, in
+    // name order, as ls -R walks.
+    let mut pending: Vec<String> = dirs.into_iter().rev().cloned().collect();
+    let mut listed = 0;
+    while let Some(dir) = pending.pop() {
+        match listing(&client, &dir, &args) {
             Ok(entries) => {
                 if headed {
-                    let gap = if i > 0 || had_files { "\n" } else { "" };
+                    let gap = if listed > 0 || had_files { "\n" } else { "" };
                     println!("{gap}{dir}:");
                 }
-                print(entries, Some(dir));
+                listed += 1;
+                if args.recursive {
+                    let subdirs = entries.iter().filter(|(name, a)| a.file_type == FileType::Directory && name != "." && name != "..");
+                    let paths: Vec<String> = subdirs.map(|(name, _)| format!("{}/{name}", dir.trim_end_matches('/'))).collect();
+                    pending.extend(paths.into_iter().rev());
+                }
+                print(entries, Some(&dir));
             }
             Err(e) => {
                 eprintln!("tessera: ls: {e}");

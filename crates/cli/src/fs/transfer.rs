@@ -30,6 +30,10 @@ pub struct PutArgs {
     /// Stripe unit of a new file (e.g. 64K, 1M); default: the directory's.
     #[arg(short = 'S', long, value_parser = parse_size)]
     stripe_size: Option<u64>,
+    /// Copy a local directory and everything in it (links as links); files take their
+    /// Tessera directory's striping.
+    #[arg(short = 'r', long, conflicts_with_all = ["stripe_count", "stripe_size"])]
+    recursive: bool,
     #[command(flatten)]
     cluster: ClusterArg,
 }
@@ -46,6 +50,9 @@ pub struct GetArgs {
     /// `-` reads the list from standard input.
     #[arg(long, value_name = "FILE")]
     pieces: Option<PathBuf>,
+    /// Copy a Tessera directory and everything in it (links as links).
+    #[arg(short = 'r', long, conflicts_with = "pieces")]
+    recursive: bool,
     #[command(flatten)]
     cluster: ClusterArg,
 }
@@ -76,6 +83,12 @@ fn chunk_len(client_stripe_width: u64) -> u64 {
 
 pub fn put(args: PutArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
+    if args.recursive && args.local.is_dir() {
+        let remote = destination(&client, &args.remote, &args.local)?;
+        let mut done = super::trees::Copied::default();
+        let result = super::trees::put_tree(&client, &args.local, &remote, &mut done);
+        return tree_summary("put", &args.local.display().to_string(), &remote, &done, result);
+    }
     // The source is opened and checked first: a bad one must not touch the destination.
     // A new file gets the local file's permission bits less the umask, as cp(1) gives.
     let (input, total, local_mode): (Box<dyn Read>, u64, u32) = if args.local.as_os_str() == "-" {
@@ -84,7 +97,7 @@ pub fn put(args: PutArgs) -> Result<()> {
         let f = LocalFile::open(&args.local).with_context(|| format!("opening {}", args.local.display()))?;
         let meta = f.metadata()?;
         if meta.is_dir() {
-            bail!("{} is a directory; put copies one file", args.local.display());
+            bail!("{} is a directory; put copies one file (-r copies a tree)", args.local.display());
         }
         (Box::new(f), meta.len(), meta.permissions().mode() & 0o777 & !super::mode::process_umask())
     };
@@ -233,9 +246,20 @@ pub fn get(args: GetArgs) -> Result<()> {
         Some(p) => p.clone(),
         None => PathBuf::from(name.context("give a local destination")?),
     };
+    if args.recursive {
+        if client.lookup_followed(&args.remote)?.file_type != FileType::Directory {
+            bail!("{} is not a directory; get -r copies a tree", args.remote);
+        }
+        let mut done = super::trees::Copied::default();
+        let result = super::trees::get_tree(&client, &args.remote, &local, &mut done);
+        return tree_summary("get", &args.remote, &local.display().to_string(), &done, result);
+    }
     // Everything that can be refused is checked before the local file is created (and so
     // emptied, if it exists): the remote file, and the piece list.
-    let file = client.open(&args.remote)?;
+    let file = match client.open(&args.remote) {
+        Err(e) if e.fs_error() == Some(FsError::IsDir) => bail!("{} is a directory; get copies one file (-r copies a tree)", args.remote),
+        other => other?,
+    };
     let pieces = args.pieces.as_deref().map(load_pieces).transpose()?;
     let mut out: Box<dyn Write> = if local.as_os_str() == "-" {
         Box::new(io::stdout().lock())
@@ -265,8 +289,21 @@ pub fn cat(args: CatArgs) -> Result<()> {
     })
 }
 
+/// Reports a tree copy: what was copied, and how it ended.
+fn tree_summary(verb: &str, from: &str, to: &str, done: &super::trees::Copied, result: Result<()>) -> Result<()> {
+    let counts = format!("{} files ({} bytes), {} directories, {} links", done.files, done.bytes, done.directories, done.links);
+    match result {
+        Err(e) => Err(e.context(format!("{verb} -r {from} -> {to} stopped after {counts}"))),
+        Ok(()) if done.skipped > 0 => bail!("{verb} -r {from} -> {to}: {counts}; {} special files skipped", done.skipped),
+        Ok(()) => {
+            eprintln!("{verb} -r {from} -> {to}: {counts}");
+            Ok(())
+        }
+    }
+}
+
 /// Streams the whole file to `out`; returns its size.
-fn copy_out(file: &tessera_client::File, out: &mut dyn Write, show_progress: bool) -> Result<u64> {
+pub(super) fn copy_out(file: &tessera_client::File, out: &mut dyn Write, show_progress: bool) -> Result<u64> {
     let remote = file.path();
     let size = file.size()?;
     let stripe = &file.layout().stripe;
