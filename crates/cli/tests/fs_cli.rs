@@ -224,7 +224,7 @@ fn namespace_commands_and_their_errors() {
     assert_eq!(stdout(&c.ok(&["ls", "/"])), "", "/r/s/t, /r/s and /r are gone");
     // The OSDs hold no data objects once every file is removed.
     let df = stdout(&c.ok(&["df"]));
-    assert!(df.contains("namespace: 0 files, 1 directories"), "{df}");
+    assert!(df.contains("namespace: 0 files, 1 directories, 0 symlinks"), "{df}");
     // Both OSDs live on the test's one file system: each is formatted to its size, and the
     // total counts that file system once, with no more free space than it has.
     let row = |name: &str| -> Vec<String> {
@@ -661,8 +661,10 @@ fn cp_copies_files_and_trees_inside_the_cluster() {
 /// a link, a sparse file as a sparse file on both sides; a second `put -r` merges into the
 /// tree and replaces changed files; a special file is reported and skipped (and the command
 /// fails) while the rest is copied; `ls -R` lists the tree as ls(1) does; a directory without
-/// `-r` is refused with the hint. Method: a real cluster from `tessera up`, a local tree in a
-/// temporary directory, compared entry by entry after the round trip.
+/// `-r` is refused with the hint; `cp -r` and `rm -r` handle the same tree inside the
+/// cluster. Files are copied and removed several at a time. Method: a real cluster from
+/// `tessera up`, a local tree in a temporary directory, compared entry by entry after the
+/// round trip.
 #[test]
 fn trees_go_in_and_come_back_whole() {
     use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
@@ -676,14 +678,20 @@ fn trees_go_in_and_come_back_whole() {
     std::fs::set_permissions(tree.join("a/b/secret"), std::fs::Permissions::from_mode(0o600)).unwrap();
     std::fs::File::create(tree.join("sparse")).unwrap().set_len(8 << 20).unwrap();
     symlink("a/b/secret", tree.join("link")).unwrap();
+    // Many files in one directory: they are copied, and removed, several at a time.
+    std::fs::create_dir(tree.join("many")).unwrap();
+    for i in 0..40 {
+        std::fs::write(tree.join(format!("many/f{i:02}")), pattern(100 + i, 1000 + i as usize * 777)).unwrap();
+    }
     let t = tree.to_str().unwrap();
 
     assert!(c.fails(&["put", t, "/in"]).contains("-r copies a tree"));
     c.ok(&["mkdir", "/in"]);
     c.ok(&["put", "-r", t, "/in"]); // into an existing directory, by the tree's name
+    let many: String = (0..40).map(|i| format!("f{i:02}\n")).collect();
     assert_eq!(
         stdout(&c.ok(&["ls", "-R", "/in/tree"])),
-        "/in/tree:\na\nempty\nlink\nsparse\n\n/in/tree/a:\nb\ndata\n\n/in/tree/a/b:\nsecret\n\n/in/tree/empty:\n"
+        format!("/in/tree:\na\nempty\nlink\nmany\nsparse\n\n/in/tree/a:\nb\ndata\n\n/in/tree/a/b:\nsecret\n\n/in/tree/empty:\n\n/in/tree/many:\n{many}")
     );
     assert_eq!(stdout(&c.ok(&["readlink", "/in/tree/link"])), "a/b/secret\n");
     assert!(stdout(&c.ok(&["stat", "/in/tree/a/b/secret"])).contains("mode: 0600"));
@@ -697,6 +705,9 @@ fn trees_go_in_and_come_back_whole() {
     assert_eq!(std::fs::metadata(back.join("a/b/secret")).unwrap().permissions().mode() & 0o777, 0o600);
     assert_eq!(std::fs::read_link(back.join("link")).unwrap().to_str(), Some("a/b/secret"));
     assert!(std::fs::read_dir(back.join("empty")).unwrap().next().is_none());
+    for i in 0..40 {
+        assert!(std::fs::read(back.join(format!("many/f{i:02}"))).unwrap() == pattern(100 + i, 1000 + i as usize * 777), "many/f{i:02}");
+    }
     let sparse = std::fs::metadata(back.join("sparse")).unwrap();
     assert_eq!(sparse.len(), 8 << 20);
     assert!(sparse.blocks() * 512 < 1 << 20, "the hole came back a hole ({} blocks)", sparse.blocks());
@@ -708,6 +719,14 @@ fn trees_go_in_and_come_back_whole() {
     let err = c.fails(&["put", "-r", t, "/in"]);
     assert!(err.contains("skipping") && err.contains("pipe") && err.contains("1 special files skipped"), "{err}");
     assert_eq!(c.ok(&["cat", "/in/tree/a/data"]).stdout, b"changed");
-    assert_eq!(stdout(&c.ok(&["ls", "/in/tree"])), "a\nempty\nlink\nsparse\n");
+    assert_eq!(stdout(&c.ok(&["ls", "/in/tree"])), "a\nempty\nlink\nmany\nsparse\n");
     assert_eq!(stdout(&c.ok(&["ls", "-A", "/in/tree/a"])), "b\ndata\n", "no temporary left");
+
+    // cp -r of the tree inside the cluster, then rm -r of both.
+    c.ok(&["cp", "-r", "/in/tree", "/copy"]);
+    assert_eq!(stdout(&c.ok(&["ls", "-R", "/copy/many"])), format!("/copy/many:\n{many}"));
+    assert_eq!(c.ok(&["cat", "/copy/many/f39"]).stdout, pattern(139, 1000 + 39 * 777));
+    c.ok(&["rm", "-r", "/in/tree", "/copy"]);
+    assert_eq!(stdout(&c.ok(&["ls", "-A", "/"])), "in\n");
+    assert!(stdout(&c.ok(&["df"])).contains("namespace: 0 files, 2 directories, 0 symlinks"), "{}", stdout(&c.ok(&["df"])));
 }

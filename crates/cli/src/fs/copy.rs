@@ -13,7 +13,9 @@ use tessera_client::{Attr, Client, File, FileType, FsError};
 
 use super::interrupt::Interrupt;
 use super::mode::process_umask;
-use super::transfer::{store, Source};
+use super::parallel;
+use super::transfer::{store, Share, Source};
+use super::trees::{walk_remote, Plan};
 use super::{each_path, ClusterArg};
 
 #[derive(Args)]
@@ -57,37 +59,42 @@ pub fn cp(args: CpArgs) -> Result<()> {
     })
 }
 
-/// Copies what `from` names (`attr`) to `to`.
+/// Copies what `from` names (`attr`) to `to`: a tree's directories and links in walk order,
+/// then its files [`TREE_WORKERS`](super::parallel::TREE_WORKERS) at a time.
 fn copy(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<()> {
-    Interrupt::catch()?.check()?;
-    match attr.file_type {
-        FileType::Regular => copy_file(client, from, to, attr),
-        FileType::Symlink => {
-            let target = client.readlink(from)?;
-            match client.lookup(to) {
-                Ok(a) if a.file_type == FileType::Directory => bail!("cannot copy link {from} over directory {to}"),
-                Ok(_) => client.unlink(to)?,
-                Err(e) if e.fs_error() == Some(FsError::NotFound) => {}
-                Err(e) => return Err(e.into()),
-            }
-            client.symlink(&target, to)?;
-            Ok(())
-        }
-        FileType::Directory => {
-            match client.mkdir(to, attr.mode & !process_umask()) {
-                Err(e) if e.fs_error() == Some(FsError::Exists) && client.lookup_followed(to)?.file_type == FileType::Directory => {}
-                other => drop(other?),
-            }
-            for entry in client.readdir(from)? {
-                let (src, dst) = (child(from, &entry.name), child(to, &entry.name));
-                copy(client, &src, &dst, &entry.attr).with_context(|| format!("copying {from} to {to} stopped at {src}"))?;
-            }
-            Ok(())
+    if attr.file_type != FileType::Directory {
+        return copy_file(client, from, to, attr.mode, Share::Alone);
+    }
+    let mut plan = Plan::default();
+    walk_remote(client, from.to_string(), to.to_string(), attr.mode, &|dir: &String, name: &str| child(dir, name), &mut plan)?;
+    for (_, dir, mode) in &plan.dirs {
+        match client.mkdir(dir, mode & !process_umask()) {
+            Err(e) if e.fs_error() == Some(FsError::Exists) && client.lookup_followed(dir)?.file_type == FileType::Directory => {}
+            other => drop(other?),
         }
     }
+    for (target, link) in &plan.links {
+        match client.lookup(link) {
+            Ok(a) if a.file_type == FileType::Directory => bail!("cannot copy a link over directory {link}"),
+            Ok(_) => client.unlink(link)?,
+            Err(e) if e.fs_error() == Some(FsError::NotFound) => {}
+            Err(e) => return Err(e.into()),
+        }
+        client.symlink(target, link)?;
+    }
+    let bar = plan.bar("cp", from);
+    let interrupt = Interrupt::catch()?;
+    let result = parallel::for_each(&plan.files, |(src, dst, mode, size)| {
+        interrupt.check()?;
+        copy_file(client, src, dst, *mode, Share::InTree).with_context(|| format!("copying {from} to {to} stopped at {src}"))?;
+        bar.inc(*size);
+        Ok(())
+    });
+    bar.finish_and_clear();
+    result
 }
 
-fn copy_file(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<()> {
+fn copy_file(client: &Client, from: &str, to: &str, mode: u32, share: Share) -> Result<()> {
     let file = client.open(from)?;
     if let Ok(existing) = client.lookup_followed(to) {
         if existing.ino == file.ino() {
@@ -100,7 +107,7 @@ fn copy_file(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<()> {
     let size = file.size()?;
     let to = super::links::through_links(client, to)?;
     let input = Box::new(RemoteReader { file: &file, offset: 0, size });
-    store(client, Source { input, total: size, name: from, verb: "cp" }, &to, attr.mode & 0o7777 & !process_umask(), None)?;
+    store(client, Source { input, total: size, name: from, verb: "cp", share }, &to, mode & 0o7777 & !process_umask(), None)?;
     Ok(())
 }
 

@@ -11,6 +11,7 @@ pub mod mv;
 pub mod namespace;
 pub mod objects;
 pub mod owner;
+pub mod parallel;
 pub mod repair;
 pub mod sparse;
 pub mod stripe;

@@ -324,9 +324,14 @@ fn remove(client: &Client, path: &str, recursive: bool) -> Result<()> {
     if !recursive {
         bail!("{path} is a directory (use -r to remove it and its contents)");
     }
-    for entry in client.readdir(path)? {
-        remove(client, &format!("{}/{}", path.trim_end_matches('/'), entry.name), true)?;
+    // Subdirectories one after another; the files of each directory several at a time, so
+    // the metadata server commits their unlinks together.
+    let (dirs, others): (Vec<_>, Vec<_>) = client.readdir(path)?.into_iter().partition(|e| e.attr.file_type == FileType::Directory);
+    let child = |name: &str| format!("{}/{name}", path.trim_end_matches('/'));
+    for entry in dirs {
+        remove(client, &child(&entry.name), true)?;
     }
+    super::parallel::for_each(&others, |entry| Ok(client.unlink(&child(&entry.name))?))?;
     // The root itself stays (--no-preserve-root empties it).
     if attr.ino != InodeId::ROOT {
         client.rmdir(path)?;

@@ -66,7 +66,7 @@ pub struct CatArgs {
     cluster: ClusterArg,
 }
 
-fn progress(total: u64, what: &str) -> ProgressBar {
+pub(super) fn progress(total: u64, what: &str) -> ProgressBar {
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}")
@@ -77,8 +77,21 @@ fn progress(total: u64, what: &str) -> ProgressBar {
     bar
 }
 
-fn chunk_len(client_stripe_width: u64) -> u64 {
-    CHUNK_MIN.div_ceil(client_stripe_width.max(1)) * client_stripe_width.max(1)
+/// Whether a copy runs alone (its own progress bar, the whole chunk budget) or as one of a
+/// tree's copies running together (which share the tree's bar, and the budget, so a tree of
+/// large files holds no more memory than one large file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Share {
+    Alone,
+    InTree,
+}
+
+fn chunk_len(client_stripe_width: u64, share: Share) -> u64 {
+    let budget = match share {
+        Share::Alone => CHUNK_MIN,
+        Share::InTree => CHUNK_MIN / super::parallel::TREE_WORKERS as u64,
+    };
+    budget.div_ceil(client_stripe_width.max(1)) * client_stripe_width.max(1)
 }
 
 pub fn put(args: PutArgs) -> Result<()> {
@@ -108,7 +121,7 @@ pub fn put(args: PutArgs) -> Result<()> {
         (count, unit) => Some(super::stripe::complete(&client, &args.cluster, &remote, count, unit, None)?),
     };
     let source = args.local.display().to_string();
-    let n = store(&client, Source { input, total, name: &source, verb: "put" }, &remote, local_mode, hint)?;
+    let n = store(&client, Source { input, total, name: &source, verb: "put", share: Share::Alone }, &remote, local_mode, hint)?;
     eprintln!("put {source} -> {remote}: {n} bytes");
     Ok(())
 }
@@ -122,6 +135,7 @@ pub(super) struct Source<'a> {
     pub name: &'a str,
     /// For messages: the command (`put`, `cp`).
     pub verb: &'a str,
+    pub share: Share,
 }
 
 /// Writes `source` to `remote` and returns the bytes. A file that exists is replaced only
@@ -142,10 +156,11 @@ pub(super) fn store(client: &Client, source: Source<'_>, remote: &str, new_mode:
     };
     let temp = temporary_name(remote, source.verb);
     let interrupt = Interrupt::catch()?;
-    let file = client.create(&temp, 0o600, target)?;
+    // Made with its final mode at once: the handle that creates a file may write it whatever
+    // its mode, and a chmod afterwards would cost a revocation on every OSD it touches.
+    let file = client.create(&temp, mode, target)?;
     let (verb, name) = (source.verb, source.name);
     let copied = fill(&file, source, remote, interrupt).and_then(|n| {
-        client.chmod(&temp, mode)?;
         client.rename(&temp, remote)?;
         Ok(n)
     });
@@ -165,11 +180,12 @@ fn temporary_name(remote: &str, verb: &str) -> String {
 /// Copies `input` into `file` in large striped pieces and makes it durable; returns the bytes.
 /// Stripe units of zeros are not written, so holes stay holes (as cp(1) and `mv` keep them).
 fn fill(file: &tessera_client::File, source: Source<'_>, remote: &str, interrupt: &Interrupt) -> Result<u64> {
-    let Source { mut input, total, name, verb } = source;
+    let Source { mut input, total, name, verb, share } = source;
     let stripe = &file.layout().stripe;
-    let chunk = chunk_len(stripe.stripe_unit() * stripe.stripe_count() as u64);
-    let bar = progress(total, &format!("{verb} {remote}"));
-    let mut buf = vec![0u8; chunk as usize];
+    let chunk = chunk_len(stripe.stripe_unit() * stripe.stripe_count() as u64, share);
+    let bar = if share == Share::Alone { progress(total, &format!("{verb} {remote}")) } else { ProgressBar::hidden() };
+    // A small file needs no chunk-sized buffer (an input of unknown length gets one).
+    let mut buf = vec![0u8; if total > 0 { chunk.min(total) } else { chunk } as usize];
     let mut offset = 0u64;
     let mut tail_hole = false;
     loop {
@@ -270,7 +286,7 @@ pub fn get(args: GetArgs) -> Result<()> {
     let target = if local.as_os_str() == "-" { "standard output".to_string() } else { local.display().to_string() };
     let written = match pieces {
         Some(extents) => read_pieces(&file, &extents, &mut out),
-        None => copy_out(&file, &mut out, true),
+        None => copy_out(&file, &mut out, Share::Alone, true),
     }
     .and_then(|n| Ok(out.flush().map(|()| n)?))
     .with_context(|| format!("get {} -> {target}", args.remote))?;
@@ -285,13 +301,14 @@ pub fn cat(args: CatArgs) -> Result<()> {
     let mut out = io::stdout().lock();
     super::each_path("cat", &args.paths, |path| {
         let file = client.open(path)?;
-        copy_out(&file, &mut out, false).and_then(|_| Ok(out.flush()?)).with_context(|| format!("cat {path} to standard output"))
+        copy_out(&file, &mut out, Share::Alone, false).and_then(|_| Ok(out.flush()?)).with_context(|| format!("cat {path} to standard output"))
     })
 }
 
 /// Reports a tree copy: what was copied, and how it ended.
 fn tree_summary(verb: &str, from: &str, to: &str, done: &super::trees::Copied, result: Result<()>) -> Result<()> {
-    let counts = format!("{} files ({} bytes), {} directories, {} links", done.files, done.bytes, done.directories, done.links);
+    let (files, bytes) = (done.files.load(std::sync::atomic::Ordering::Relaxed), done.bytes.load(std::sync::atomic::Ordering::Relaxed));
+    let counts = format!("{files} files ({bytes} bytes), {} directories, {} links", done.directories, done.links);
     match result {
         Err(e) => Err(e.context(format!("{verb} -r {from} -> {to} stopped after {counts}"))),
         Ok(()) if done.skipped > 0 => bail!("{verb} -r {from} -> {to}: {counts}; {} special files skipped", done.skipped),
@@ -303,11 +320,11 @@ fn tree_summary(verb: &str, from: &str, to: &str, done: &super::trees::Copied, r
 }
 
 /// Streams the whole file to `out`; returns its size.
-pub(super) fn copy_out(file: &tessera_client::File, out: &mut dyn Write, show_progress: bool) -> Result<u64> {
+pub(super) fn copy_out(file: &tessera_client::File, out: &mut dyn Write, share: Share, show_progress: bool) -> Result<u64> {
     let remote = file.path();
     let size = file.size()?;
     let stripe = &file.layout().stripe;
-    let chunk = chunk_len(stripe.stripe_unit() * stripe.stripe_count() as u64);
+    let chunk = chunk_len(stripe.stripe_unit() * stripe.stripe_count() as u64, share);
     let bar = if show_progress { progress(size, &format!("get {remote}")) } else { ProgressBar::hidden() };
     let mut buf = vec![0u8; chunk.min(size.max(1)) as usize];
     let mut offset = 0u64;

@@ -1,39 +1,94 @@
 //! `put -r` and `get -r`: a whole directory tree between the local file system and Tessera,
 //! as `cp -r` copies one: directories made (or merged into), each file copied as `put` and
 //! `get` copy one (holes kept, a replaced Tessera file swapped in whole), symbolic links
-//! copied as links. Files are copied one after another, each striped over its OSDs.
+//! copied as links. The tree is walked first; directories and links are then made in walk
+//! order, and the files copied [`TREE_WORKERS`](super::parallel::TREE_WORKERS) at a time.
 
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{bail, Context, Result};
+use indicatif::ProgressBar;
 use tessera_client::{Client, FileType, FsError};
 
 use super::interrupt::Interrupt;
 use super::mode::process_umask;
-use super::transfer::{copy_out, store, Source};
+use super::parallel;
+use super::transfer::{copy_out, progress, store, Share, Source};
 
-/// What a tree copy did.
+/// What a tree copy did (files and bytes counted as they complete).
 #[derive(Default, Debug)]
 pub struct Copied {
-    pub files: u64,
-    pub bytes: u64,
+    pub files: AtomicU64,
+    pub bytes: AtomicU64,
     pub links: u64,
     pub directories: u64,
     /// Local entries that are neither file, directory nor link (fifos, sockets, devices).
     pub skipped: u64,
 }
 
+/// A tree to copy, walked: `L` is where entries are read, `R` where they are written.
+pub(super) struct Plan<L, R> {
+    /// Directories in walk order (parents first), with their modes.
+    pub dirs: Vec<(L, R, u32)>,
+    /// Regular files, with their modes and sizes.
+    pub files: Vec<(L, R, u32, u64)>,
+    /// Symbolic links: the target, and where the link goes.
+    pub links: Vec<(String, R)>,
+    pub skipped: u64,
+}
+
+impl<L, R> Default for Plan<L, R> {
+    fn default() -> Self {
+        Plan { dirs: Vec::new(), files: Vec::new(), links: Vec::new(), skipped: 0 }
+    }
+}
+
+impl<L, R> Plan<L, R> {
+    pub fn bar(&self, verb: &str, from: &str) -> ProgressBar {
+        progress(self.files.iter().map(|f| f.3).sum(), &format!("{verb} -r {from} ({} files)", self.files.len()))
+    }
+}
+
 /// Copies local directory `local` to `remote` (made if missing, merged into if a directory).
 pub fn put_tree(client: &Client, local: &Path, remote: &str, done: &mut Copied) -> Result<()> {
-    Interrupt::catch()?.check()?;
+    let mut plan = Plan::default();
+    walk_local(local, remote.to_string(), &mut plan)?;
+    done.skipped = plan.skipped;
+    for (_, dir, mode) in &plan.dirs {
+        make_remote_dir(client, dir, *mode)?;
+        done.directories += 1;
+    }
+    for (target, to) in &plan.links {
+        replace_remote_link(client, to)?;
+        client.symlink(target, to)?;
+        done.links += 1;
+    }
+    let bar = plan.bar("put", &local.display().to_string());
+    let interrupt = Interrupt::catch()?;
+    let result = parallel::for_each(&plan.files, |(path, to, mode, _)| {
+        interrupt.check()?;
+        let file = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let total = file.metadata()?.len();
+        let name = path.display().to_string();
+        let source = Source { input: Box::new(file), total, name: &name, verb: "put", share: Share::InTree };
+        let n = store(client, source, to, *mode, None)?;
+        done.bytes.fetch_add(n, Ordering::Relaxed);
+        done.files.fetch_add(1, Ordering::Relaxed);
+        bar.inc(n);
+        Ok(())
+    });
+    bar.finish_and_clear();
+    result
+}
+
+fn walk_local(local: &Path, remote: String, plan: &mut Plan<PathBuf, String>) -> Result<()> {
     let meta = fs::metadata(local).with_context(|| format!("reading {}", local.display()))?;
-    make_remote_dir(client, remote, meta.permissions().mode() & 0o7777 & !process_umask())?;
-    done.directories += 1;
+    plan.dirs.push((local.to_path_buf(), remote.clone(), meta.permissions().mode() & 0o7777 & !process_umask()));
     let mut entries: Vec<_> = fs::read_dir(local)
-        .with_context(|| format!("listing {}", local.display()))?
-        .collect::<Result<_, _>>()
+        .and_then(|list| list.collect::<Result<Vec<_>, _>>())
         .with_context(|| format!("listing {}", local.display()))?;
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
@@ -42,25 +97,18 @@ pub fn put_tree(client: &Client, local: &Path, remote: &str, done: &mut Copied) 
             bail!("{}: the name is not UTF-8, which Tessera names must be", path.display());
         };
         let to = format!("{}/{name}", remote.trim_end_matches('/'));
-        let kind = entry.file_type().with_context(|| format!("reading {}", path.display()))?;
-        if kind.is_dir() {
-            put_tree(client, &path, &to, done)?;
-        } else if kind.is_file() {
-            let file = fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
-            let meta = file.metadata()?;
-            let name = path.display().to_string();
-            let source = Source { input: Box::new(file), total: meta.len(), name: &name, verb: "put" };
-            done.bytes += store(client, source, &to, meta.permissions().mode() & 0o7777 & !process_umask(), None)?;
-            done.files += 1;
-        } else if kind.is_symlink() {
+        let meta = fs::symlink_metadata(&path).with_context(|| format!("reading {}", path.display()))?;
+        if meta.is_dir() {
+            walk_local(&path, to, plan)?;
+        } else if meta.is_file() {
+            plan.files.push((path, to, meta.permissions().mode() & 0o7777 & !process_umask(), meta.len()));
+        } else if meta.file_type().is_symlink() {
             let target = fs::read_link(&path).with_context(|| format!("reading link {}", path.display()))?;
             let target = target.to_str().with_context(|| format!("{}: the link's target is not UTF-8", path.display()))?;
-            replace_remote_link(client, &to)?;
-            client.symlink(target, &to)?;
-            done.links += 1;
+            plan.links.push((target.to_string(), to));
         } else {
             eprintln!("tessera: put: skipping {}: not a file, directory or symbolic link", path.display());
-            done.skipped += 1;
+            plan.skipped += 1;
         }
     }
     Ok(())
@@ -89,40 +137,71 @@ fn replace_remote_link(client: &Client, to: &str) -> Result<()> {
 /// Copies Tessera directory `remote` to local `local` (made if missing, merged into if a
 /// directory).
 pub fn get_tree(client: &Client, remote: &str, local: &Path, done: &mut Copied) -> Result<()> {
-    Interrupt::catch()?.check()?;
-    let attr = client.lookup_followed(remote)?;
-    match fs::create_dir(local) {
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && local.is_dir() => {}
-        other => other.with_context(|| format!("making directory {}", local.display()))?,
+    let mut plan = Plan::default();
+    let mode = client.lookup_followed(remote)?.mode;
+    walk_remote(client, remote.to_string(), local.to_path_buf(), mode, &|dir: &PathBuf, name: &str| dir.join(name), &mut plan)?;
+    for (_, dir, _) in &plan.dirs {
+        match fs::create_dir(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => {}
+            other => other.with_context(|| format!("making directory {}", dir.display()))?,
+        }
+        done.directories += 1;
     }
-    done.directories += 1;
-    for entry in client.readdir(remote)? {
+    for (target, to) in &plan.links {
+        if let Ok(meta) = fs::symlink_metadata(to) {
+            if meta.is_dir() {
+                bail!("cannot replace directory {} with a link", to.display());
+            }
+            fs::remove_file(to).with_context(|| format!("replacing {}", to.display()))?;
+        }
+        symlink(target, to).with_context(|| format!("making link {}", to.display()))?;
+        done.links += 1;
+    }
+    let bar = plan.bar("get", remote);
+    let interrupt = Interrupt::catch()?;
+    let result = parallel::for_each(&plan.files, |(from, to, mode, _)| {
+        interrupt.check()?;
+        let file = client.open(from)?;
+        let mut out = super::sparse::SparseWriter::new(fs::File::create(to).with_context(|| format!("creating {}", to.display()))?);
+        let n = copy_out(&file, &mut out, Share::InTree, false)
+            .and_then(|n| Ok(std::io::Write::flush(&mut out).map(|()| n)?))
+            .with_context(|| format!("get {from} -> {}", to.display()))?;
+        fs::set_permissions(to, fs::Permissions::from_mode(mode & !process_umask()))?;
+        done.bytes.fetch_add(n, Ordering::Relaxed);
+        done.files.fetch_add(1, Ordering::Relaxed);
+        bar.inc(n);
+        Ok(())
+    });
+    bar.finish_and_clear();
+    result?;
+    // Modes last and deepest first, so a read-only directory's contents could still be made.
+    for (_, dir, mode) in plan.dirs.iter().rev() {
+        fs::set_permissions(dir, fs::Permissions::from_mode(mode & !process_umask()))?;
+    }
+    Ok(())
+}
+
+/// Walks Tessera directory `remote` (mode `mode`) into `plan`, its copy going to `dest`;
+/// `join` names an entry of a destination directory.
+pub(super) fn walk_remote<R: Clone>(
+    client: &Client,
+    remote: String,
+    dest: R,
+    mode: u32,
+    join: &impl Fn(&R, &str) -> R,
+    plan: &mut Plan<String, R>,
+) -> Result<()> {
+    Interrupt::catch()?.check()?;
+    let entries = client.readdir(&remote)?;
+    plan.dirs.push((remote.clone(), dest.clone(), mode & 0o7777));
+    for entry in entries {
         let from = format!("{}/{}", remote.trim_end_matches('/'), entry.name);
-        let to = local.join(&entry.name);
+        let to = join(&dest, &entry.name);
         match entry.attr.file_type {
-            FileType::Directory => get_tree(client, &from, &to, done)?,
-            FileType::Regular => {
-                let file = client.open(&from)?;
-                let created = fs::File::create(&to).with_context(|| format!("creating {}", to.display()))?;
-                let mut out = super::sparse::SparseWriter::new(created);
-                done.bytes += copy_out(&file, &mut out, true).and_then(|n| Ok(std::io::Write::flush(&mut out).map(|()| n)?)).with_context(|| format!("get {from} -> {}", to.display()))?;
-                fs::set_permissions(&to, fs::Permissions::from_mode(entry.attr.mode & 0o7777 & !process_umask()))?;
-                done.files += 1;
-            }
-            FileType::Symlink => {
-                let target = client.readlink(&from)?;
-                if let Ok(meta) = fs::symlink_metadata(&to) {
-                    if meta.is_dir() {
-                        bail!("cannot replace directory {} with a link", to.display());
-                    }
-                    fs::remove_file(&to).with_context(|| format!("replacing {}", to.display()))?;
-                }
-                symlink(&target, &to).with_context(|| format!("making link {}", to.display()))?;
-                done.links += 1;
-            }
+            FileType::Directory => walk_remote(client, from, to, entry.attr.mode, join, plan)?,
+            FileType::Regular => plan.files.push((from, to, entry.attr.mode & 0o7777, entry.attr.size)),
+            FileType::Symlink => plan.links.push((client.readlink(&from)?, to)),
         }
     }
-    // Last, so a read-only directory's contents could still be written.
-    fs::set_permissions(local, fs::Permissions::from_mode(attr.mode & 0o7777 & !process_umask()))?;
     Ok(())
 }
