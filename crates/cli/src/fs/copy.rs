@@ -15,7 +15,7 @@ use super::interrupt::Interrupt;
 use super::mode::process_umask;
 use super::parallel;
 use super::transfer::{store, Share, Source};
-use super::trees::{walk_remote, Plan};
+use super::trees::{replace_remote_link, walk_remote, Plan};
 use super::{each_path, ClusterArg};
 
 #[derive(Args)]
@@ -74,12 +74,7 @@ fn copy(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<()> {
         }
     }
     for (target, link) in &plan.links {
-        match client.lookup(link) {
-            Ok(a) if a.file_type == FileType::Directory => bail!("cannot copy a link over directory {link}"),
-            Ok(_) => client.unlink(link)?,
-            Err(e) if e.fs_error() == Some(FsError::NotFound) => {}
-            Err(e) => return Err(e.into()),
-        }
+        replace_remote_link(client, link)?;
         client.symlink(target, link)?;
     }
     let bar = plan.bar("cp", from);

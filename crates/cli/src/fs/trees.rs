@@ -125,7 +125,7 @@ fn make_remote_dir(client: &Client, remote: &str, mode: u32) -> Result<()> {
 }
 
 /// Clears the way for a link at `to`: a file or link there goes, a directory stays and refuses.
-fn replace_remote_link(client: &Client, to: &str) -> Result<()> {
+pub(super) fn replace_remote_link(client: &Client, to: &str) -> Result<()> {
     match client.lookup(to) {
         Ok(a) if a.file_type == FileType::Directory => bail!("cannot replace directory {to} with a link"),
         Ok(_) => Ok(client.unlink(to)?),
