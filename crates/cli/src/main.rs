@@ -4,7 +4,7 @@
 //! `tessera_cli` library; this file only parses arguments.
 
 use clap::{Args, Parser, Subcommand};
-use tessera_cli::fs::{copy, df, links, mv, namespace, objects, owner, repair, stripe, touch, transfer, truncate};
+use tessera_cli::fs::{copy, df, links, mv, namespace, objects, owner, repair, stripe, touch, transfer, truncate, usage};
 use tessera_cli::{bench, cmd_cluster, cmd_mds, cmd_osd, demo};
 
 #[derive(Parser)]
@@ -91,6 +91,8 @@ enum Command {
     /// the file system under it has free. OSDs that share one file system (all of a local
     /// cluster's) are named below the table, and the total counts that file system once.
     Df(df::DfArgs),
+    /// Bytes in a tree's files, per directory (apparent sizes: file lengths).
+    Du(usage::DuArgs),
     /// Find objects on the OSDs that no file accounts for (orphans); --remove removes them.
     Repair(repair::RepairArgs),
     /// Start a target in a temporary directory, exercise it, and run a short benchmark.
@@ -152,6 +154,7 @@ fn main() {
         Command::Getstripe(args) => stripe::getstripe(args),
         Command::Attr(args) => objects::attr(args),
         Command::Df(args) => df::df(args),
+        Command::Du(args) => usage::du(args),
         Command::Repair(args) => repair::repair(args),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args.which, args.common),

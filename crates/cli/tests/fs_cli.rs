@@ -694,6 +694,11 @@ fn trees_go_in_and_come_back_whole() {
         format!("/in/tree:\na\nempty\nlink\nmany\nsparse\n\n/in/tree/a:\nb\ndata\n\n/in/tree/a/b:\nsecret\n\n/in/tree/empty:\n\n/in/tree/many:\n{many}")
     );
     assert_eq!(stdout(&c.ok(&["readlink", "/in/tree/link"])), "a/b/secret\n");
+    // du: apparent sizes, per directory after its contents; a link counts its target's length.
+    assert_eq!(stdout(&c.ok(&["du", "/in/tree/a"])), "8\t/in/tree/a/b\n1500009\t/in/tree/a\n");
+    let many_bytes: u64 = (0..40u64).map(|i| 1000 + i * 777).sum();
+    let total = 1_500_009 + (8 << 20) + 10 + many_bytes;
+    assert_eq!(stdout(&c.ok(&["du", "-s", "/in/tree"])), format!("{total}\t/in/tree\n"));
     assert!(stdout(&c.ok(&["stat", "/in/tree/a/b/secret"])).contains("mode: 0600"));
 
     assert!(c.fails(&["get", "/in/tree", work.path().join("x").to_str().unwrap()]).contains("-r copies a tree"));

@@ -18,6 +18,7 @@ pub mod stripe;
 pub mod touch;
 pub mod transfer;
 pub mod trees;
+pub mod usage;
 pub mod truncate;
 
 use std::path::PathBuf;

@@ -1,0 +1,90 @@
+//! `du`: how many bytes a tree's files hold, summed per directory as du(1) prints them. Sizes
+//! are apparent sizes (file lengths, as `du --apparent-size --block-size=1`): a file's length
+//! comes from its objects' logical lengths, which the metadata servers read from the OSDs.
+//! Space actually used on the OSDs, holes excluded, is `df`'s.
+
+use anyhow::{bail, Result};
+use clap::Args;
+use tessera_client::{Client, FileType};
+
+use super::{each_path, ClusterArg};
+use crate::units::human_size;
+
+/// `-h` is du(1)'s human sizes, so help is `--help` alone.
+#[derive(Args)]
+#[command(disable_help_flag = true)]
+pub struct DuArgs {
+    /// Files or directories (default: the root).
+    #[arg(default_value = "/")]
+    paths: Vec<String>,
+    /// Only a total for each path, not a line per directory.
+    #[arg(short = 's', long = "summarize", conflicts_with = "all")]
+    summarize: bool,
+    /// A line for every file too, not only directories.
+    #[arg(short = 'a', long = "all")]
+    all: bool,
+    /// Sizes as 1.5K, 200M, 3.1G.
+    #[arg(short = 'h', long = "human-readable")]
+    human: bool,
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    #[command(flatten)]
+    cluster: ClusterArg,
+}
+
+pub fn du(args: DuArgs) -> Result<()> {
+    let (client, _) = args.cluster.connect()?;
+    each_path("du", &args.paths, |path| {
+        let attr = client.lookup_followed(path)?;
+        let mut unknown = 0;
+        let total = if attr.file_type == FileType::Directory {
+            tree(&client, path, &args, 0, &mut unknown)?
+        } else {
+            attr.size_known().then_some(attr.size).unwrap_or_else(|| {
+                unknown += 1;
+                0
+            })
+        };
+        if args.summarize || attr.file_type != FileType::Directory {
+            print(&args, total, path);
+        }
+        if unknown > 0 {
+            bail!("{unknown} files under {path} have no known size (an OSD holding them did not answer); the totals leave them out");
+        }
+        Ok(())
+    })
+}
+
+/// Sums directory `dir` (at `depth` below the path given), printing each subdirectory's total
+/// after its contents, as du(1) does; counts files whose size is unknown.
+fn tree(client: &Client, dir: &str, args: &DuArgs, depth: usize, unknown: &mut u64) -> Result<u64> {
+    let mut total = 0;
+    for entry in client.readdir(dir)? {
+        let path = format!("{}/{}", dir.trim_end_matches('/'), entry.name);
+        let size = match entry.attr.file_type {
+            FileType::Directory => tree(client, &path, args, depth + 1, unknown)?,
+            _ if !entry.attr.size_known() => {
+                *unknown += 1;
+                continue;
+            }
+            _ => entry.attr.size,
+        };
+        if args.all && entry.attr.file_type != FileType::Directory {
+            print(args, size, &path);
+        }
+        total += size;
+    }
+    if !args.summarize {
+        print(args, total, dir);
+    }
+    Ok(total)
+}
+
+fn print(args: &DuArgs, bytes: u64, path: &str) {
+    if args.human {
+        println!("{}\t{path}", human_size(bytes));
+    } else {
+        println!("{bytes}\t{path}");
+    }
+}
