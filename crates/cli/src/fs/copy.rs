@@ -9,13 +9,13 @@ use std::io::{self, Read};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use tessera_client::{Attr, Client, File, FileType, FsError};
+use tessera_client::{Attr, Client, File, FileType};
 
 use super::interrupt::Interrupt;
 use super::mode::process_umask;
 use super::parallel;
 use super::transfer::{store, Share, Source};
-use super::trees::{replace_remote_link, walk_remote, Plan};
+use super::trees::{make_remote_dir, replace_remote_link, walk_remote, Plan};
 use super::{each_path, ClusterArg};
 
 #[derive(Args)]
@@ -68,10 +68,7 @@ fn copy(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<()> {
     let mut plan = Plan::default();
     walk_remote(client, from.to_string(), to.to_string(), attr.mode, &|dir: &String, name: &str| child(dir, name), &mut plan)?;
     for (_, dir, mode) in &plan.dirs {
-        match client.mkdir(dir, mode & !process_umask()) {
-            Err(e) if e.fs_error() == Some(FsError::Exists) && client.lookup_followed(dir)?.file_type == FileType::Directory => {}
-            other => drop(other?),
-        }
+        make_remote_dir(client, dir, mode & !process_umask())?;
     }
     for (target, link) in &plan.links {
         replace_remote_link(client, link)?;

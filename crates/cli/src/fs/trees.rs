@@ -114,7 +114,8 @@ fn walk_local(local: &Path, remote: String, plan: &mut Plan<PathBuf, String>) ->
     Ok(())
 }
 
-fn make_remote_dir(client: &Client, remote: &str, mode: u32) -> Result<()> {
+/// Makes directory `remote`, or takes the one there (a file there refuses).
+pub(super) fn make_remote_dir(client: &Client, remote: &str, mode: u32) -> Result<()> {
     match client.mkdir(remote, mode) {
         Err(e) if e.fs_error() == Some(FsError::Exists) => match client.lookup_followed(remote)?.file_type {
             FileType::Directory => Ok(()),
