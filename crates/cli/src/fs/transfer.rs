@@ -156,11 +156,17 @@ pub(super) fn store(client: &Client, source: Source<'_>, remote: &str, new_mode:
     };
     let temp = temporary_name(remote, source.verb);
     let interrupt = Interrupt::catch()?;
-    // Made with its final mode at once: the handle that creates a file may write it whatever
-    // its mode, and a chmod afterwards would cost a revocation on every OSD it touches.
-    let file = client.create(&temp, mode, target)?;
+    // Made with its final mode where that lets its owner write: a chmod afterwards would cost
+    // a revocation on every OSD the file touches. A mode without the owner's write bit is set
+    // at the end, since a copy that outlasts the handle's credentials (10 minutes) would get
+    // fresh ones that follow the mode and refuse its writes.
+    let writable = mode | 0o200;
+    let file = client.create(&temp, writable, target)?;
     let (verb, name) = (source.verb, source.name);
     let copied = fill(&file, source, remote, interrupt).and_then(|n| {
+        if writable != mode {
+            client.chmod(&temp, mode)?;
+        }
         client.rename(&temp, remote)?;
         Ok(n)
     });
