@@ -586,9 +586,29 @@ impl Mds {
             }
             at = attr.parent;
         }
-        let replaced = self.ns.write(|s| s.rename(src_parent, src_name, dst_parent, dst_name, &ancestors, now()))?;
+        let replaced = match self.ns.write(|s| s.rename(src_parent, src_name, dst_parent, dst_name, &ancestors, now())) {
+            // As Linux: a target that is an ancestor of the source is ENOTEMPTY (it holds the
+            // source), which Linux finds before it compares the two entries' types.
+            Err(FsError::IsDir) if self.is_ancestor(self.lookup(dst_parent, dst_name)?.ino, src_parent)? => Err(FsError::NotEmpty),
+            other => other,
+        }?;
         self.remove_objects(&replaced);
         Ok(())
+    }
+
+    /// Whether directory `dir` is `of` or one of its ancestors.
+    fn is_ancestor(&self, dir: InodeId, of: InodeId) -> Result<bool, FsError> {
+        let mut at = of;
+        for _ in 0..=DEPTH_MAX {
+            if at == dir {
+                return Ok(true);
+            }
+            if at == InodeId::ROOT {
+                return Ok(false);
+            }
+            at = self.attr(at)?.parent;
+        }
+        Err(FsError::Io)
     }
 
     fn readdir(&self, dir: InodeId, after: Option<&str>, max: u32) -> Result<Reply, FsError> {
