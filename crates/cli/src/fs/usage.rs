@@ -39,12 +39,14 @@ pub fn du(args: DuArgs) -> Result<()> {
         let attr = client.lookup_followed(path)?;
         let mut unknown = 0;
         let total = if attr.file_type == FileType::Directory {
-            tree(&client, path, &args, 0, &mut unknown)?
+            tree(&client, path, &args, &mut unknown)?
         } else {
-            attr.size_known().then_some(attr.size).unwrap_or_else(|| {
+            if attr.size_known() {
+                attr.size
+            } else {
                 unknown += 1;
                 0
-            })
+            }
         };
         if args.summarize || attr.file_type != FileType::Directory {
             print(&args, total, path);
@@ -56,14 +58,14 @@ pub fn du(args: DuArgs) -> Result<()> {
     })
 }
 
-/// Sums directory `dir` (at `depth` below the path given), printing each subdirectory's total
-/// after its contents, as du(1) does; counts files whose size is unknown.
-fn tree(client: &Client, dir: &str, args: &DuArgs, depth: usize, unknown: &mut u64) -> Result<u64> {
+/// Sums directory `dir`, printing each subdirectory's total after its contents, as du(1)
+/// does; counts files whose size is unknown.
+fn tree(client: &Client, dir: &str, args: &DuArgs, unknown: &mut u64) -> Result<u64> {
     let mut total = 0;
     for entry in client.readdir(dir)? {
         let path = format!("{}/{}", dir.trim_end_matches('/'), entry.name);
         let size = match entry.attr.file_type {
-            FileType::Directory => tree(client, &path, args, depth + 1, unknown)?,
+            FileType::Directory => tree(client, &path, args, unknown)?,
             _ if !entry.attr.size_known() => {
                 *unknown += 1;
                 continue;
