@@ -214,7 +214,7 @@ impl Store {
             return Err(FsError::NotDir.into());
         }
         let ino = self.alloc_inode()?;
-        let (stripe, osds) = resolve(&hint.or(dir_hint).unwrap_or(policy.default), policy.osd_count, &policy.avoid, ino.local())?;
+        let (stripe, osds) = resolve(&hint.or(dir_hint).unwrap_or(policy.default), policy.osd_count, &policy.avoid, self.hot.spread())?;
         // The objects are chosen before any write, so an empty pool fails with nothing to undo.
         // Slots are on distinct OSDs, so each OSD is peeked once.
         let mut peeked = Vec::with_capacity(osds.len());

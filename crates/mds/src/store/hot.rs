@@ -81,6 +81,10 @@ pub(crate) struct Hot {
     stored_dir_times: RefCell<Vec<(InodeId, Timespec)>>,
     /// Parents of recent creates, as stored, unchanged since by any other step.
     parents: RefCell<Vec<(InodeId, ParentFacts)>>,
+    /// Files placed since the server started: where the round-robin rotation stands. Not the
+    /// inode number, which has gaps (a create that finds a pool empty gives its number up and
+    /// is retried with the next), so that retried creates all landed on one OSD.
+    placed: Cell<u64>,
 }
 
 /// The stored inode counter.
@@ -138,6 +142,11 @@ impl Hot {
         parents.push((dir, facts));
     }
 
+    /// Where the next file's stripe starts in the rotation over the OSDs.
+    pub(crate) fn spread(&self) -> u64 {
+        self.placed.get()
+    }
+
     /// Hands out the next inode sequence (a step that fails after this leaves a gap, never a
     /// reuse).
     pub(crate) fn alloc_inode(&self) -> u64 {
@@ -182,8 +191,10 @@ impl Hot {
         Ok(Some(Peeked { cursor: cursors.len() - 1, object: ObjectSeq { seq: c.next, policy_tag: c.policy_tag } }))
     }
 
-    /// Takes objects peeked by one create, after its statements succeeded.
+    /// Takes objects peeked by one create, after its statements succeeded; the rotation
+    /// moves on.
     pub(crate) fn take(&self, peeked: &[Peeked]) {
+        self.placed.set(self.placed.get().wrapping_add(1));
         let mut cursors = self.cursors.borrow_mut();
         for p in peeked {
             cursors[p.cursor].next += 1;
