@@ -41,6 +41,11 @@ fn run_bench_with_plots(args: &[&str], summary_keys: &[&str], extra_plots: &[&st
 }
 
 #[test]
+fn bench_tree_quick_writes_its_summary() {
+    run_bench(&["tree"], &["put_files_per_sec_1", "put_speedup_8_over_1", "rm_speedup_8_over_1", "get_files_per_sec_8", "cp_speedup_8_over_1"]);
+}
+
+#[test]
 fn bench_attr_quick_writes_its_summary() {
     run_bench(&["attr"], &["getattr_median_us", "loopback_rtt_median_us", "getattr_p99_us"]);
 }

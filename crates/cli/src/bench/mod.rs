@@ -10,6 +10,7 @@ mod meta;
 pub mod report;
 mod security;
 mod target;
+mod tree;
 
 use std::path::PathBuf;
 
@@ -37,6 +38,9 @@ pub enum BenchCommand {
     /// local cluster (seed 002 slides), beside a raw durable SQLite insert and an empty
     /// metadata-server round trip.
     Meta(meta::MetaArgs),
+    /// The tree commands (`put -r`, `get -r`, `cp -r`, `rm -r`) against how many files they
+    /// handle at once, one at a time (the baseline) to 8, on a local cluster.
+    Tree(tree::TreeArgs),
 }
 
 #[derive(Args, Clone)]
@@ -65,6 +69,7 @@ pub fn run(which: BenchCommand, common: CommonArgs) -> Result<()> {
         BenchCommand::Noncontig(args) => noncontig::run(args, &common),
         BenchCommand::Security(args) => security::run(args, &common),
         BenchCommand::Meta(args) => meta::run(args, &common),
+        BenchCommand::Tree(args) => tree::run(args, &common),
     }
 }
 

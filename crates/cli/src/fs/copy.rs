@@ -59,14 +59,19 @@ pub fn cp(args: CpArgs) -> Result<()> {
     })
 }
 
-/// Copies what `from` names (`attr`) to `to`: a tree's directories and links in walk order,
-/// then its files [`TREE_WORKERS`](super::parallel::TREE_WORKERS) at a time.
+/// Copies what `from` names (`attr`) to `to`.
 fn copy(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<()> {
-    if attr.file_type != FileType::Directory {
-        return copy_file(client, from, to, attr.mode, Share::Alone);
+    match attr.file_type {
+        FileType::Directory => copy_tree(client, from, to, attr.mode, parallel::TREE_WORKERS),
+        _ => copy_file(client, from, to, attr.mode, Share::Alone),
     }
+}
+
+/// Copies directory `from` (mode `mode`) to `to`: its directories and links in walk order,
+/// then its files `workers` at a time.
+pub fn copy_tree(client: &Client, from: &str, to: &str, mode: u32, workers: usize) -> Result<()> {
     let mut plan = Plan::default();
-    walk_remote(client, from.to_string(), to.to_string(), attr.mode, &|dir: &String, name: &str| child(dir, name), &mut plan)?;
+    walk_remote(client, from.to_string(), to.to_string(), mode, &|dir: &String, name: &str| child(dir, name), &mut plan)?;
     for (_, dir, mode) in &plan.dirs {
         make_remote_dir(client, dir, mode & !process_umask())?;
     }
@@ -76,7 +81,7 @@ fn copy(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<()> {
     }
     let bar = plan.bar("cp", from);
     let interrupt = Interrupt::catch()?;
-    let result = parallel::for_each(&plan.files, |(src, dst, mode, size)| {
+    let result = parallel::for_each(workers, &plan.files, |(src, dst, mode, size)| {
         interrupt.check()?;
         copy_file(client, src, dst, *mode, Share::InTree).with_context(|| format!("copying {from} to {to} stopped at {src}"))?;
         bar.inc(*size);

@@ -307,13 +307,15 @@ pub fn rm(args: RmArgs) -> Result<()> {
             }
         }
     }
-    each_path("rm", &args.paths, |path| match remove(&client, path, args.recursive) {
+    each_path("rm", &args.paths, |path| match remove(&client, path, args.recursive, super::parallel::TREE_WORKERS) {
         Err(e) if args.force && e.downcast_ref::<tessera_client::ClientError>().and_then(|c| c.fs_error()) == Some(FsError::NotFound) => Ok(()),
         other => other,
     })
 }
 
-fn remove(client: &Client, path: &str, recursive: bool) -> Result<()> {
+/// Removes `path`; a directory only when `recursive`, with its contents (each directory's
+/// files `workers` at a time).
+pub fn remove(client: &Client, path: &str, recursive: bool, workers: usize) -> Result<()> {
     // Without the size: a file whose OSD is down can still be removed (its objects are
     // removed once the OSD answers again).
     let attr = client.lookup(path)?;
@@ -329,9 +331,9 @@ fn remove(client: &Client, path: &str, recursive: bool) -> Result<()> {
     let (dirs, others): (Vec<_>, Vec<_>) = client.readdir(path)?.into_iter().partition(|e| e.attr.file_type == FileType::Directory);
     let child = |name: &str| format!("{}/{name}", path.trim_end_matches('/'));
     for entry in dirs {
-        remove(client, &child(&entry.name), true)?;
+        remove(client, &child(&entry.name), true, workers)?;
     }
-    super::parallel::for_each(&others, |entry| Ok(client.unlink(&child(&entry.name))?))?;
+    super::parallel::for_each(workers, &others, |entry| Ok(client.unlink(&child(&entry.name))?))?;
     // The root itself stays (--no-preserve-root empties it).
     if attr.ino != InodeId::ROOT {
         client.rmdir(path)?;

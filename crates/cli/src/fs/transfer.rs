@@ -99,7 +99,7 @@ pub fn put(args: PutArgs) -> Result<()> {
     if args.recursive && args.local.is_dir() {
         let remote = destination(&client, &args.remote, &args.local)?;
         let mut done = super::trees::Copied::default();
-        let result = super::trees::put_tree(&client, &args.local, &remote, &mut done);
+        let result = super::trees::put_tree(&client, &args.local, &remote, super::parallel::TREE_WORKERS, &mut done);
         return tree_summary("put", &args.local.display().to_string(), &remote, &done, result);
     }
     // The source is opened and checked first: a bad one must not touch the destination.
@@ -273,7 +273,7 @@ pub fn get(args: GetArgs) -> Result<()> {
             bail!("{} is not a directory; get -r copies a tree", args.remote);
         }
         let mut done = super::trees::Copied::default();
-        let result = super::trees::get_tree(&client, &args.remote, &local, &mut done);
+        let result = super::trees::get_tree(&client, &args.remote, &local, super::parallel::TREE_WORKERS, &mut done);
         return tree_summary("get", &args.remote, &local.display().to_string(), &done, result);
     }
     // Everything that can be refused is checked before the local file is created (and so

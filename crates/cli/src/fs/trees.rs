@@ -52,8 +52,9 @@ impl<L, R> Plan<L, R> {
     }
 }
 
-/// Copies local directory `local` to `remote` (made if missing, merged into if a directory).
-pub fn put_tree(client: &Client, local: &Path, remote: &str, done: &mut Copied) -> Result<()> {
+/// Copies local directory `local` to `remote` (made if missing, merged into if a directory),
+/// `workers` files at a time.
+pub fn put_tree(client: &Client, local: &Path, remote: &str, workers: usize, done: &mut Copied) -> Result<()> {
     let mut plan = Plan::default();
     walk_local(local, remote.to_string(), &mut plan)?;
     done.skipped = plan.skipped;
@@ -68,7 +69,7 @@ pub fn put_tree(client: &Client, local: &Path, remote: &str, done: &mut Copied) 
     }
     let bar = plan.bar("put", &local.display().to_string());
     let interrupt = Interrupt::catch()?;
-    let result = parallel::for_each(&plan.files, |(path, to, mode, _)| {
+    let result = parallel::for_each(workers, &plan.files, |(path, to, mode, _)| {
         interrupt.check()?;
         let file = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
         let total = file.metadata()?.len();
@@ -136,8 +137,8 @@ pub(super) fn replace_remote_link(client: &Client, to: &str) -> Result<()> {
 }
 
 /// Copies Tessera directory `remote` to local `local` (made if missing, merged into if a
-/// directory).
-pub fn get_tree(client: &Client, remote: &str, local: &Path, done: &mut Copied) -> Result<()> {
+/// directory), `workers` files at a time.
+pub fn get_tree(client: &Client, remote: &str, local: &Path, workers: usize, done: &mut Copied) -> Result<()> {
     let mut plan = Plan::default();
     let mode = client.lookup_followed(remote)?.mode;
     walk_remote(client, remote.to_string(), local.to_path_buf(), mode, &|dir: &PathBuf, name: &str| dir.join(name), &mut plan)?;
@@ -160,7 +161,7 @@ pub fn get_tree(client: &Client, remote: &str, local: &Path, done: &mut Copied) 
     }
     let bar = plan.bar("get", remote);
     let interrupt = Interrupt::catch()?;
-    let result = parallel::for_each(&plan.files, |(from, to, mode, _)| {
+    let result = parallel::for_each(workers, &plan.files, |(from, to, mode, _)| {
         interrupt.check()?;
         let file = client.open(from)?;
         let mut out = super::sparse::SparseWriter::new(fs::File::create(to).with_context(|| format!("creating {}", to.display()))?);
