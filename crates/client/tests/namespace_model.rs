@@ -20,18 +20,7 @@ use tessera_client::{Client, FileType};
 /// Names entries are made under.
 const NAMES: [&str; 6] = ["a", "b", "c", "d", "e", "f"];
 
-struct Rng(u64);
-
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
     /// A path of 1 to 3 names, now and then through `..`.
     fn path(&mut self) -> String {
         let depth = 1 + self.below(3);

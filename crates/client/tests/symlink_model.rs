@@ -28,18 +28,7 @@ const NAMES: [&str; 20] = ["a", "b", "c", "d", "e", "f", "x", "y", "z", "top", "
 const FIXED_LINKS: [(&str, &str); 4] = [("loopa", "loopb"), ("loopb", "loopa"), ("d/e/up", ".."), ("a/abs", "/d/e")];
 const LINKS: usize = 12;
 
-struct Rng(u64);
-
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
     /// A path of 1 to `max` names; absolute or trailing `/` now and then.
     fn path(&mut self, max: usize, link_names: &[String]) -> String {
         let depth = 1 + self.below(max);

@@ -139,3 +139,20 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
 pub fn hint(stripe_unit: u64, stripe_count: u32) -> Option<StripeHint> {
     Some(StripeHint { stripe_unit, stripe_count, start_osd: None })
 }
+
+/// A seeded xorshift generator, so a model test's random sequence is the same on every run.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number below `n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
