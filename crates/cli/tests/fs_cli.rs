@@ -123,6 +123,18 @@ fn put_and_get_round_trip_files_of_every_awkward_size() {
     for name in ["f0", "f1", "f2", "f3"] {
         assert!(ls.contains(name), "{ls}");
     }
+    // A new local copy takes the file's mode (less the umask), as cp(1) gives one; a file
+    // that is there keeps its own, and its new contents replace the old whole.
+    use std::os::unix::fs::PermissionsExt;
+    c.ok(&["chmod", "750", "/f3"]);
+    let fresh = work.path().join("fresh");
+    c.ok(&["get", "/f3", fresh.to_str().unwrap()]);
+    assert_eq!(std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o700, 0o700, "the owner's bits come over");
+    std::fs::write(&small, b"a longer old local file").unwrap();
+    std::fs::set_permissions(&small, std::fs::Permissions::from_mode(0o640)).unwrap();
+    c.ok(&["get", "/f3", small.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&small).unwrap(), b"short");
+    assert_eq!(std::fs::metadata(&small).unwrap().permissions().mode() & 0o7777, 0o640);
 }
 
 #[test]

@@ -78,6 +78,23 @@ fn with_an_osd_down_the_namespace_still_works_and_sizes_are_unknown() {
     let names: Vec<String> = client.readdir("/d").unwrap().into_iter().map(|e| e.name).collect();
     assert_eq!(names.len(), 2, "no partial copy is left: {names:?}");
 
+    // A get that needs the down OSD fails the same way: the local file it would replace keeps
+    // its contents, alone or in a tree, and no partial copy is left beside it.
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let kept = out.join("striped");
+    std::fs::write(&kept, b"the local copy").unwrap();
+    let (ok, _, err) = tessera(&cluster, &["get", "/d/striped", kept.to_str().unwrap()]);
+    assert!(!ok && err.contains("(the destination is unchanged)"), "{err}");
+    let (ok, _, err) = tessera(&cluster, &["get", "-r", "/d", out.to_str().unwrap()]);
+    assert!(!ok && err.contains("get -r /d"), "{err}");
+    assert_eq!(std::fs::read(&kept).unwrap(), b"the local copy");
+    let mut names: Vec<String> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, ["d", "striped"], "nothing else beside the kept file");
+    let tree: Vec<String> = std::fs::read_dir(out.join("d")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert!(tree.iter().all(|n| n == "on0"), "only whole files in the copied tree: {tree:?}");
+
     // chmod commits (its revocation waits for OSD 1 in the journal), and unlink removes the
     // name now and the objects once the OSD returns.
     let err = client.chmod("/d/striped", 0o600).expect_err("the revocation cannot reach OSD 1");

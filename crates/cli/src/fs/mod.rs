@@ -6,6 +6,7 @@ pub mod copy;
 pub mod df;
 pub mod interrupt;
 pub mod links;
+pub mod local_out;
 pub mod mode;
 pub mod mv;
 pub mod namespace;

@@ -12,6 +12,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tessera_client::{extent_list, Client, FileType, FsError, Mode, StripeHint};
 
 use super::interrupt::Interrupt;
+use super::local_out::LocalOut;
+use super::mode::process_umask;
 use super::ClusterArg;
 use crate::units::parse_size;
 
@@ -42,7 +44,8 @@ pub struct PutArgs {
 pub struct GetArgs {
     /// Path in Tessera.
     remote: String,
-    /// Local destination (`-` for standard output); default: the file's name here.
+    /// Local destination (`-` for standard output); default: the file's name here. An
+    /// existing file is replaced only once the copy is whole, and keeps its mode.
     local: Option<PathBuf>,
     /// Read only these pieces: a file of `OFFSET LENGTH` lines (decimal, 0x hex, K/M/G
     /// suffixes, # comments), written out concatenated in list order. Each OSD gets one
@@ -283,22 +286,26 @@ pub fn get(args: GetArgs) -> Result<()> {
         other => other?,
     };
     let pieces = args.pieces.as_deref().map(load_pieces).transpose()?;
-    let mut out: Box<dyn Write> = if local.as_os_str() == "-" {
-        Box::new(io::stdout().lock())
-    } else {
-        // Large writes, so no buffer; runs of zeros stay holes, as the file's own are.
-        Box::new(super::sparse::SparseWriter::new(LocalFile::create(&local).with_context(|| format!("creating {}", local.display()))?))
-    };
-    let target = if local.as_os_str() == "-" { "standard output".to_string() } else { local.display().to_string() };
+    if local.as_os_str() == "-" {
+        let mut out = io::stdout().lock();
+        let written = match pieces {
+            Some(extents) => read_pieces(&file, &extents, &mut out),
+            None => copy_out(&file, &mut out, Share::Alone, true, None),
+        };
+        return written.and_then(|_| Ok(out.flush()?)).with_context(|| format!("get {} -> standard output", args.remote));
+    }
+    // Written beside the destination and renamed over it when whole (`LocalOut`); a new
+    // file takes the Tessera file's mode less the umask, as cp(1) gives a new copy.
+    let mode = client.lookup_followed(&args.remote)?.mode & 0o7777 & !process_umask();
+    let mut out = LocalOut::create(&local, mode)?;
+    let interrupt = Interrupt::catch()?;
     let written = match pieces {
         Some(extents) => read_pieces(&file, &extents, &mut out),
-        None => copy_out(&file, &mut out, Share::Alone, true),
+        None => copy_out(&file, &mut out, Share::Alone, true, Some(interrupt)),
     }
-    .and_then(|n| Ok(out.flush().map(|()| n)?))
-    .with_context(|| format!("get {} -> {target}", args.remote))?;
-    if local.as_os_str() != "-" {
-        eprintln!("get {} -> {}: {written} bytes", args.remote, local.display());
-    }
+    .and_then(|n| out.finish().map(|()| n))
+    .with_context(|| format!("get {} -> {} (the destination is unchanged)", args.remote, local.display()))?;
+    eprintln!("get {} -> {}: {written} bytes", args.remote, local.display());
     Ok(())
 }
 
@@ -307,7 +314,7 @@ pub fn cat(args: CatArgs) -> Result<()> {
     let mut out = io::stdout().lock();
     super::each_path("cat", &args.paths, |path| {
         let file = client.open(path)?;
-        copy_out(&file, &mut out, Share::Alone, false).and_then(|_| Ok(out.flush()?)).with_context(|| format!("cat {path} to standard output"))
+        copy_out(&file, &mut out, Share::Alone, false, None).and_then(|_| Ok(out.flush()?)).with_context(|| format!("cat {path} to standard output"))
     })
 }
 
@@ -325,8 +332,9 @@ fn tree_summary(verb: &str, from: &str, to: &str, done: &super::trees::Copied, r
     }
 }
 
-/// Streams the whole file to `out`; returns its size.
-pub(super) fn copy_out(file: &tessera_client::File, out: &mut dyn Write, share: Share, show_progress: bool) -> Result<u64> {
+/// Streams the whole file to `out`; returns its size. With `interrupt` it stops before its
+/// next chunk once a signal has come.
+pub(super) fn copy_out(file: &tessera_client::File, out: &mut dyn Write, share: Share, show_progress: bool, interrupt: Option<&Interrupt>) -> Result<u64> {
     let remote = file.path();
     let size = file.size()?;
     let stripe = &file.layout().stripe;
@@ -335,6 +343,9 @@ pub(super) fn copy_out(file: &tessera_client::File, out: &mut dyn Write, share: 
     let mut buf = vec![0u8; chunk.min(size.max(1)) as usize];
     let mut offset = 0u64;
     while offset < size {
+        if let Some(interrupt) = interrupt {
+            interrupt.check()?;
+        }
         let n = (size - offset).min(buf.len() as u64) as usize;
         let got = file.pread(offset, &mut buf[..n])?;
         if got != n {

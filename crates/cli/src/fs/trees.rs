@@ -14,6 +14,7 @@ use indicatif::ProgressBar;
 use tessera_client::{Client, FileType, FsError};
 
 use super::interrupt::Interrupt;
+use super::local_out::LocalOut;
 use super::mode::process_umask;
 use super::parallel;
 use super::transfer::{copy_out, progress, store, Share, Source};
@@ -164,11 +165,10 @@ pub fn get_tree(client: &Client, remote: &str, local: &Path, workers: usize, don
     let result = parallel::for_each(workers, &plan.files, |(from, to, mode, _)| {
         interrupt.check()?;
         let file = client.open(from)?;
-        let mut out = super::sparse::SparseWriter::new(fs::File::create(to).with_context(|| format!("creating {}", to.display()))?);
-        let n = copy_out(&file, &mut out, Share::InTree, false)
-            .and_then(|n| Ok(std::io::Write::flush(&mut out).map(|()| n)?))
+        let mut out = LocalOut::create(to, mode & !process_umask())?;
+        let n = copy_out(&file, &mut out, Share::InTree, false, Some(interrupt))
+            .and_then(|n| out.finish().map(|()| n))
             .with_context(|| format!("get {from} -> {}", to.display()))?;
-        fs::set_permissions(to, fs::Permissions::from_mode(mode & !process_umask()))?;
         done.bytes.fetch_add(n, Ordering::Relaxed);
         done.files.fetch_add(1, Ordering::Relaxed);
         bar.inc(n);
