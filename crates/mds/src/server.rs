@@ -36,6 +36,10 @@ use crate::store::{InodeRow, Store};
 /// Directory levels a rename walks up looking for a loop; deeper trees get EIO rather than
 /// an unbounded walk across servers.
 pub const DEPTH_MAX: usize = 4096;
+
+/// Times a rename gathers its target's ancestors again when renames elsewhere keep changing them.
+const RENAME_ATTEMPTS: usize = 8;
+
 /// Times a create refills an empty pool and tries again before it answers EIO. Every refill
 /// adds a batch, so only creates racing for the same objects can make another attempt
 /// necessary; the bound only stops a pathological loop.
@@ -572,9 +576,28 @@ impl Mds {
             return Err(FsError::CrossServer);
         }
         self.ns.read(|s| s.check_local(src_parent))?;
-        // Gathered before the transaction, without the lock, because it may ask peers.
+        for _ in 0..RENAME_ATTEMPTS {
+            // Gathered before the transaction, without the lock, because it may ask peers;
+            // the transaction checks this server's part again (`Store::rename`).
+            let ancestors = self.ancestors(dst_parent)?;
+            let replaced = match self.ns.write(|s| s.rename(src_parent, src_name, dst_parent, dst_name, &ancestors, now())) {
+                // Another rename changed the chain since it was gathered.
+                Err(FsError::Busy) => continue,
+                // As Linux: a target that is an ancestor of the source is ENOTEMPTY (it holds the
+                // source), which Linux finds before it compares the two entries' types.
+                Err(FsError::IsDir) if self.is_ancestor(self.lookup(dst_parent, dst_name)?.ino, src_parent)? => Err(FsError::NotEmpty),
+                other => other,
+            }?;
+            self.remove_objects(&replaced);
+            return Ok(());
+        }
+        Err(FsError::Busy)
+    }
+
+    /// The directories from `dir` up to the root, the root left out.
+    fn ancestors(&self, dir: InodeId) -> Result<Vec<InodeId>, FsError> {
         let mut ancestors = Vec::new();
-        let mut at = dst_parent;
+        let mut at = dir;
         while at != InodeId::ROOT {
             if ancestors.len() >= DEPTH_MAX {
                 return Err(FsError::Io);
@@ -586,14 +609,7 @@ impl Mds {
             }
             at = attr.parent;
         }
-        let replaced = match self.ns.write(|s| s.rename(src_parent, src_name, dst_parent, dst_name, &ancestors, now())) {
-            // As Linux: a target that is an ancestor of the source is ENOTEMPTY (it holds the
-            // source), which Linux finds before it compares the two entries' types.
-            Err(FsError::IsDir) if self.is_ancestor(self.lookup(dst_parent, dst_name)?.ino, src_parent)? => Err(FsError::NotEmpty),
-            other => other,
-        }?;
-        self.remove_objects(&replaced);
-        Ok(())
+        Ok(ancestors)
     }
 
     /// Whether directory `dir` is `of` or one of its ancestors.

@@ -5,12 +5,13 @@
 use rusqlite::params;
 use tessera_mds_proto::{FileType, FsError, InodeId, ObjectRef, Timespec};
 
-use super::{check_name, exec, files, Store};
+use super::{check_name, exec, files, load_inode, Store};
+use crate::server::DEPTH_MAX;
 
 impl Store {
     /// Moves `src_parent/src_name` to `dst_parent/dst_name`. `dst_ancestors` are the
     /// directories from `dst_parent` up to the root (gathered by the caller, possibly from other
-    /// servers), used to refuse moving a directory below itself. Returns the objects of a
+    /// servers), used with this server's own rows to refuse moving a directory below itself. Returns the objects of a
     /// replaced regular file, now journaled for removal.
     pub fn rename(
         &mut self,
@@ -33,7 +34,7 @@ impl Store {
         }
         let is_dir = src.kind == FileType::Directory;
         if is_dir {
-            if dst_parent == src.ino || dst_ancestors.contains(&src.ino) {
+            if self.is_above(src.ino, dst_parent, dst_ancestors)? {
                 return Err(FsError::Invalid);
             }
             // A directory's parent pointer lives with its inode; moving one homed elsewhere
@@ -63,5 +64,32 @@ impl Store {
             }
         }
         Ok(replaced)
+    }
+
+    /// Whether directory `dir` is `dst_parent` or one of its ancestors. This server's part of
+    /// the chain is read inside the rename's transaction, where every rename before it on this
+    /// server shows, so two crossing renames (`a` into `b`, `b` into `a`) cannot both pass.
+    /// Another server's directory takes its parent from `gathered`, the chain as the caller
+    /// found it; a chain that no longer passes where it was gathered is [`FsError::Busy`], for
+    /// the caller to gather again.
+    fn is_above(&self, dir: InodeId, dst_parent: InodeId, gathered: &[InodeId]) -> Result<bool, FsError> {
+        let mut at = dst_parent;
+        for _ in 0..=DEPTH_MAX {
+            if at == dir {
+                return Ok(true);
+            }
+            if at == InodeId::ROOT {
+                return Ok(false);
+            }
+            at = if at.server() == self.server {
+                load_inode(&self.conn, at)?.parent
+            } else {
+                match gathered.iter().position(|g| *g == at) {
+                    Some(i) => gathered.get(i + 1).copied().unwrap_or(InodeId::ROOT),
+                    None => return Err(FsError::Busy),
+                }
+            };
+        }
+        Err(FsError::Io)
     }
 }
