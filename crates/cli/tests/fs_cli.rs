@@ -135,6 +135,16 @@ fn put_and_get_round_trip_files_of_every_awkward_size() {
     c.ok(&["get", "/f3", small.to_str().unwrap()]);
     assert_eq!(std::fs::read(&small).unwrap(), b"short");
     assert_eq!(std::fs::metadata(&small).unwrap().permissions().mode() & 0o7777, 0o640);
+    // Names of the longest length go in, are copied and come back: the temporaries beside them
+    // fit too.
+    let (long_a, long_b) = ("a".repeat(255), "b".repeat(255));
+    let local_long = work.path().join(&long_a);
+    std::fs::write(&local_long, b"a long name").unwrap();
+    c.ok(&["put", local_long.to_str().unwrap(), &format!("/{long_a}")]);
+    c.ok(&["put", local_long.to_str().unwrap(), &format!("/{long_a}")]);
+    c.ok(&["cp", &format!("/{long_a}"), &format!("/{long_b}")]);
+    c.ok(&["get", &format!("/{long_b}"), work.path().join(&long_b).to_str().unwrap()]);
+    assert_eq!(std::fs::read(work.path().join(&long_b)).unwrap(), b"a long name");
 }
 
 #[test]

@@ -85,7 +85,7 @@ impl LocalOut {
 fn temporary_beside(path: &Path) -> Result<PathBuf> {
     let name = path.file_name().with_context(|| format!("{} names no file", path.display()))?;
     let n = TEMPORARIES.fetch_add(1, Ordering::Relaxed);
-    let temp = format!(".{}.get-{}-{n}", name.to_string_lossy(), std::process::id());
+    let temp = super::temporary::hidden_name(&name.to_string_lossy(), &format!("get-{}-{n}", std::process::id()));
     Ok(path.with_file_name(temp))
 }
 

@@ -16,6 +16,7 @@ pub mod parallel;
 pub mod repair;
 pub mod sparse;
 pub mod stripe;
+pub mod temporary;
 pub mod touch;
 pub mod transfer;
 pub mod trees;

@@ -128,7 +128,7 @@ fn copy_then_remove(client: &Client, from: &str, to: &str, attr: &Attr) -> Resul
         }
     }
     let (dir, name) = split_parent("mv", to)?;
-    let temporary = format!("{dir}/.{name}.tessera-mv-{}", std::process::id());
+    let temporary = format!("{dir}/{}", super::temporary::hidden_name(&name, &format!("tessera-mv-{}", std::process::id())));
     let copied = Interrupt::catch().and_then(|interrupt| copy_file(client, from, &temporary, attr, interrupt));
     let placed = copied.and_then(|()| Ok(client.rename(&temporary, to)?));
     if let Err(e) = placed {

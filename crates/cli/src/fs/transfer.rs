@@ -183,7 +183,7 @@ pub(super) fn store(client: &Client, source: Source<'_>, remote: &str, new_mode:
 /// `.<name>.<verb>-<pid>` beside `remote`.
 fn temporary_name(remote: &str, verb: &str) -> String {
     let (dir, name) = remote.trim_end_matches('/').rsplit_once('/').unwrap_or(("", remote));
-    format!("{dir}/.{name}.{verb}-{}", std::process::id())
+    format!("{dir}/{}", super::temporary::hidden_name(name, &format!("{verb}-{}", std::process::id())))
 }
 
 /// Copies `input` into `file` in large striped pieces and makes it durable; returns the bytes.

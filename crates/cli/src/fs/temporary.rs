@@ -1,0 +1,35 @@
+//! The hidden names copies are written under, beside their destination, before they are
+//! renamed into place (`.<name>.<tag>`). A destination may have a name of the longest length
+//! allowed, so the name part is cut to keep the whole within that length: the tag (command and
+//! process id) is what keeps two copies apart.
+
+use tessera_mds_proto::limits::NAME_LEN_MAX as NAME_MAX;
+
+/// `.<name>.<tag>`, `name` cut at a character boundary where the whole would pass NAME_MAX.
+pub fn hidden_name(name: &str, tag: &str) -> String {
+    let room = NAME_MAX.saturating_sub(tag.len() + 2);
+    let mut cut = name.len().min(room);
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!(".{}.{tag}", &name[..cut])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_names_are_kept_whole() {
+        assert_eq!(hidden_name("data.bin", "put-42"), ".data.bin.put-42");
+    }
+
+    #[test]
+    fn the_longest_names_are_cut_to_fit_at_a_character_boundary() {
+        let long = "é".repeat(127) + "x"; // 255 bytes
+        let hidden = hidden_name(&long, "tessera-mv-4194304");
+        assert!(hidden.len() <= NAME_MAX, "{}", hidden.len());
+        assert!(hidden.ends_with(".tessera-mv-4194304"));
+        assert!(hidden.starts_with(".éé"));
+    }
+}
