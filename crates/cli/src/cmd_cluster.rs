@@ -149,7 +149,12 @@ pub fn up(args: UpArgs) -> Result<()> {
     }
     let exe = std::env::current_exe().context("finding the tessera executable")?;
     options.save(&dir)?;
-    let cluster = LocalCluster::start_spec(&exe, &dir, &spec)?;
+    let cluster = LocalCluster::start_spec(&exe, &dir, &spec).inspect_err(|_| {
+        // A cluster that never started keeps no set-up: the next `up` takes its options afresh.
+        if recorded.is_none() {
+            let _ = std::fs::remove_file(dir.join(up_options::OPTIONS_FILE));
+        }
+    })?;
     let cluster_file = cluster.cluster_file();
     let records = cluster.detach()?;
     for r in &records {
@@ -173,6 +178,10 @@ fn spec_of(options: &UpOptions) -> Result<ClusterSpec> {
         bail!("a cluster needs at least one OSD and one metadata server");
     }
     check_default_striping(options)?;
+    if let Some(host) = &options.host {
+        use std::net::ToSocketAddrs;
+        (host.as_str(), 0).to_socket_addrs().map_err(|e| anyhow::anyhow!("--host {host}: not an address or a host name this host can resolve ({e})"))?;
+    }
     let security = options.security.as_deref().unwrap_or("cmdrsp");
     let method = match security {
         up_options::NOSEC => None,

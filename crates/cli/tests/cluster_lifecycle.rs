@@ -218,6 +218,20 @@ fn a_daemon_that_fails_to_start_shows_its_log() {
     assert!(!out.status.success());
     assert!(err.contains(&c.log("osd0").display().to_string()), "{err}");
     assert!(err.contains("invalid value '::1:0'"), "{err}");
+    // A cluster that never started keeps no set-up: `up` again, without the bad host, starts.
+    let out = run(&c.up_args("1"));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_host_that_does_not_resolve_is_refused_before_anything_is_made() {
+    let c = ClusterDir::new();
+    let dir = c.path().join("never");
+    let out = run(&["up", "--dir", dir.to_str().unwrap(), "--osds", "1", "--host", "999.1.1.1"]);
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("--host 999.1.1.1: not an address"), "{err}");
+    assert!(!dir.exists(), "nothing is made for a refused up");
 }
 
 #[test]

@@ -477,6 +477,25 @@ fn refused_commands_change_nothing_and_put_replaces_whole() {
     assert_eq!(stdout(&c.ok(&["ls", "/p"])), "q\n");
 
     assert!(c.fails(&["stat", ""]).contains("no such file"));
+
+    // Refusals name what the user gave, not a temporary, and change nothing.
+    let err = c.fails(&["put", "-c", "9", l, "/wide"]);
+    assert!(err.contains("/wide: stripe count 9 is more than the cluster's 2 OSDs") && !err.contains(".put-"), "{err}");
+    assert!(c.fails(&["put", "-S", "0", l, "/wide"]).contains("/wide: stripe size 0 bytes"));
+    assert!(c.fails(&["put", l, "/nodir/"]).contains("cannot make file `/nodir/`: not a directory"));
+    assert!(c.fails(&["cp", "/f", "/nodir/"]).contains("cannot make file `/nodir/`: not a directory"));
+    assert!(c.fails(&["put", l, ""]).contains("an empty path"));
+    assert!(c.fails(&["get", "/f", &format!("{}/nodir/", work.path().display())]).contains("not a directory"));
+    // As coreutils: `.` and `..` of a directory exist, and `rm -f` of nothing succeeds.
+    assert!(c.fails(&["mkdir", "/dir/."]).contains("file exists"));
+    assert!(c.fails(&["mkdir", "/nowhere/."]).contains("no such file"));
+    c.ok(&["rm", "-f"]);
+    assert_eq!(stdout(&c.ok(&["ls", "-A", "/"])), "dir
+f
+p
+rlink
+striped
+");
 }
 
 /// Goal: Ctrl-C during a `put` that replaces a file leaves the file as it was and no partial

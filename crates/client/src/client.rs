@@ -250,6 +250,11 @@ impl Client {
             // The root (or a path that comes back to it) exists, as mkdir(2) answers.
             return Err(ClientError::Fs { op: "mkdir", path: path.to_string(), source: FsError::Exists });
         }
+        if matches!(path.trim_end_matches('/').rsplit('/').next(), Some(".") | Some("..")) {
+            // A directory's `.` and `..` always exist: EEXIST once the path leads somewhere.
+            self.inner.resolve_followed("mkdir", path)?;
+            return Err(ClientError::Fs { op: "mkdir", path: path.to_string(), source: FsError::Exists });
+        }
         let (dir, name) = self.inner.parent_of("mkdir", path)?;
         let request = Request::Mkdir { parent: dir.ino, name: name.to_string(), new: self.inner.new_inode(mode) };
         self.inner.attr_of(dir.ino, "mkdir", path, request)
@@ -265,6 +270,9 @@ impl Client {
     pub fn create(&self, path: &str, mode: u32, stripe: Option<StripeHint>) -> Result<File, ClientError> {
         if names_dir(path) {
             return Err(ClientError::Fs { op: "create", path: path.to_string(), source: FsError::IsDir });
+        }
+        if let Some(h) = &stripe {
+            check_stripe(path, h, self.inner.pool.osd_count())?;
         }
         let (dir, name) = self.inner.parent_of("create", path)?;
         self.inner.create_in(dir.ino, name, path, mode, stripe)
@@ -412,6 +420,12 @@ impl Client {
     pub fn truncate(&self, path: &str, size: u64) -> Result<Attr, ClientError> {
         let attr = self.inner.resolve_followed("truncate", path)?;
         self.inner.attr_of(attr.ino, "truncate", path, Request::Truncate { ino: attr.ino, size })
+    }
+
+    /// Refuses, with the reason, a striping no file of this cluster could have (checked before
+    /// anything is sent, as `create` and `setstripe` do).
+    pub fn check_stripe(&self, path: &str, hint: &StripeHint) -> Result<(), ClientError> {
+        check_stripe(path, hint, self.inner.pool.osd_count())
     }
 
     /// `lfs setstripe`: on a directory, sets (or with `None` clears) the default striping of

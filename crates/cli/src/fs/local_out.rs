@@ -52,6 +52,9 @@ impl LocalOut {
                 (real, meta.permissions().mode() & 0o7777)
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+                    bail!("cannot make file {shown}: not a directory");
+                }
                 if fs::symlink_metadata(path).is_ok() {
                     bail!("not writing through dangling symbolic link {shown}");
                 }

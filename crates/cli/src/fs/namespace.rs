@@ -80,7 +80,8 @@ pub struct RmdirArgs {
 
 #[derive(Args)]
 pub struct RmArgs {
-    #[arg(required = true)]
+    /// Paths to remove (with -f there may be none, as rm(1) allows, for scripts).
+    #[arg(required_unless_present = "force")]
     paths: Vec<String>,
     /// Remove directories and their contents.
     #[arg(short = 'r', long)]
@@ -298,6 +299,9 @@ fn refuse_dot_paths(paths: &[String]) -> Result<()> {
 }
 
 pub fn rm(args: RmArgs) -> Result<()> {
+    if args.paths.is_empty() {
+        return Ok(()); // `rm -f` and nothing to remove
+    }
     refuse_dot_paths(&args.paths)?;
     let (client, _) = args.cluster.connect()?;
     if args.recursive && !args.no_preserve_root {

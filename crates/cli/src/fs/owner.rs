@@ -49,10 +49,22 @@ impl Owner {
 }
 
 fn user_id(name: &str) -> Result<u32, String> {
-    if let Ok(n) = name.parse::<u32>() {
-        return Ok(n);
+    match numeric_id(name, "user")? {
+        Some(n) => Ok(n),
+        None => passwd_entry(name).map(|(uid, _)| uid),
     }
-    passwd_entry(name).map(|(uid, _)| uid)
+}
+
+/// `name` as an id when it is all digits; 4294967295 is (uid_t)-1, "no change" to chown(2),
+/// and no id, as chown(1) refuses it.
+fn numeric_id(name: &str, what: &str) -> Result<Option<u32>, String> {
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(None);
+    }
+    match name.parse::<u32>() {
+        Ok(n) if n != u32::MAX => Ok(Some(n)),
+        _ => Err(format!("invalid {what} id `{name}`: ids go from 0 to {}", u32::MAX - 1)),
+    }
 }
 
 fn login_group(name: &str) -> Result<u32, String> {
@@ -75,7 +87,7 @@ fn passwd_entry(name: &str) -> Result<(u32, u32), String> {
 }
 
 fn group_id(name: &str) -> Result<u32, String> {
-    if let Ok(n) = name.parse::<u32>() {
+    if let Some(n) = numeric_id(name, "group")? {
         return Ok(n);
     }
     let c = CString::new(name).map_err(|_| format!("`{name}` is not a group name"))?;
@@ -112,5 +124,9 @@ mod tests {
         assert!(Owner::parse("no-such-user-here").unwrap_err().contains("no user"));
         assert!(Owner::parse("root:no-such-group-here").unwrap_err().contains("no group"));
         assert!(Owner::parse("7:").unwrap_err().contains("numeric owner"));
+        assert_eq!(Owner::parse("4294967294:4294967294"), Ok(Owner { uid: Some(u32::MAX - 1), gid: Some(u32::MAX - 1) }));
+        assert!(Owner::parse("4294967295").unwrap_err().contains("invalid user id"), "(uid_t)-1 is no id");
+        assert!(Owner::parse(":4294967295").unwrap_err().contains("invalid group id"));
+        assert!(Owner::parse("99999999999").unwrap_err().contains("ids go from 0 to 4294967294"));
     }
 }

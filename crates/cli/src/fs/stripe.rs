@@ -57,7 +57,9 @@ pub fn setstripe(args: SetStripeArgs) -> Result<()> {
 /// directory) or would get (a new file).
 pub fn complete(client: &Client, cluster: &ClusterArg, path: &str, count: Option<u32>, unit: Option<u64>, start_osd: Option<u32>) -> Result<StripeHint> {
     if let (Some(stripe_count), Some(stripe_unit)) = (count, unit) {
-        return Ok(StripeHint { stripe_unit, stripe_count, start_osd });
+        let hint = StripeHint { stripe_unit, stripe_count, start_osd };
+        client.check_stripe(path, &hint)?;
+        return Ok(hint);
     }
     let dir = match client.getstripe(path) {
         Ok(Stripe::Directory(_)) => path.to_string(),
@@ -70,7 +72,9 @@ pub fn complete(client: &Client, cluster: &ClusterArg, path: &str, count: Option
             None => bail!("{dir} uses the metadata server's default striping, which is not known here (no up.json beside the cluster file): give both -c and -S"),
         },
     };
-    Ok(StripeHint { stripe_unit: unit.unwrap_or(base.stripe_unit), stripe_count: count.unwrap_or(base.stripe_count), start_osd })
+    let hint = StripeHint { stripe_unit: unit.unwrap_or(base.stripe_unit), stripe_count: count.unwrap_or(base.stripe_count), start_osd };
+    client.check_stripe(path, &hint)?;
+    Ok(hint)
 }
 
 /// The directory `path` is in.

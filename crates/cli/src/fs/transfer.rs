@@ -147,6 +147,11 @@ pub(super) struct Source<'a> {
 /// and `hint` (or its directory's striping). On failure or interrupt the destination is as
 /// it was and the partial copy is removed.
 pub(super) fn store(client: &Client, source: Source<'_>, remote: &str, new_mode: u32, hint: Option<StripeHint>) -> Result<u64> {
+    // A name ending in `/` that is still here did not name a directory (one would have
+    // received the file by its name), so no file can be made under it, as cp(1) refuses.
+    if remote.is_empty() || remote.ends_with('/') {
+        bail!("cannot make file `{remote}`: {}", if remote.is_empty() { "no such file or directory (an empty path)" } else { "not a directory" });
+    }
     let (target, mode) = match client.open(remote) {
         Ok(_) if hint.is_some() => bail!("{remote} exists and its layout is fixed; remove it first to restripe"),
         Ok(old) => {
