@@ -165,6 +165,11 @@ fn striping_is_set_per_directory_and_reported_per_file() {
     assert!(wide.contains("stripe_count: 4  stripe_size: 65536"), "{wide}");
     let dir = stdout(&c.ok(&["getstripe", "/wide/narrow"]));
     assert!(dir.contains("stripe_count: 2"), "{dir}");
+    // An option left out keeps the directory's, the first OSD included.
+    c.ok(&["setstripe", "-i", "3", "/wide/narrow"]);
+    c.ok(&["setstripe", "-S", "256K", "/wide/narrow"]);
+    let dir = stdout(&c.ok(&["getstripe", "/wide/narrow"]));
+    assert!(dir.contains("stripe_count: 2  stripe_size: 262144 (256 KiB)  stripe_index: 3"), "{dir}");
 
     // An explicit layout on put; an existing file's layout cannot change.
     c.ok(&["put", "-c", "1", "-S", "4M", local.to_str().unwrap(), "/one"]);

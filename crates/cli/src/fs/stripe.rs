@@ -19,7 +19,8 @@ pub struct SetStripeArgs {
     /// Default: the directory's current unit.
     #[arg(short = 'S', long = "stripe-size", value_parser = parse_size)]
     size: Option<u64>,
-    /// First OSD of the stripe; default: the metadata server spreads files.
+    /// First OSD of the stripe. Default: the directory's, when it has one and -c or -S is left
+    /// out; otherwise the metadata server spreads files over the OSDs.
     #[arg(short = 'i', long = "stripe-index")]
     index: Option<u32>,
     /// Remove a directory's own default (it then uses the server's).
@@ -54,7 +55,8 @@ pub fn setstripe(args: SetStripeArgs) -> Result<()> {
 }
 
 /// `count` and `unit`, each taken when `None` from the default striping that `path` has (a
-/// directory) or would get (a new file).
+/// directory) or would get (a new file), and then its first OSD too unless `start_osd` is given.
+/// With both `count` and `unit` given the striping is new: no first OSD unless `start_osd`.
 pub fn complete(client: &Client, cluster: &ClusterArg, path: &str, count: Option<u32>, unit: Option<u64>, start_osd: Option<u32>) -> Result<StripeHint> {
     if let (Some(stripe_count), Some(stripe_unit)) = (count, unit) {
         let hint = StripeHint { stripe_unit, stripe_count, start_osd };
@@ -72,7 +74,7 @@ pub fn complete(client: &Client, cluster: &ClusterArg, path: &str, count: Option
             None => bail!("{dir} uses the metadata server's default striping, which is not known here (no up.json beside the cluster file): give both -c and -S"),
         },
     };
-    let hint = StripeHint { stripe_unit: unit.unwrap_or(base.stripe_unit), stripe_count: count.unwrap_or(base.stripe_count), start_osd };
+    let hint = StripeHint { stripe_unit: unit.unwrap_or(base.stripe_unit), stripe_count: count.unwrap_or(base.stripe_count), start_osd: start_osd.or(base.start_osd) };
     client.check_stripe(path, &hint)?;
     Ok(hint)
 }
