@@ -631,6 +631,9 @@ fn symbolic_links_and_small_file_commands() {
     c.ok(&["ln", "-s", "loop-b", "/loop-a"]);
     c.ok(&["ln", "-s", "loop-a", "/loop-b"]);
     assert!(c.fails(&["cat", "/loop-a"]).contains("too many levels of symbolic links"));
+    // ls(1) refuses a loop it must follow, and shows it with -l, where it is not followed.
+    assert!(c.fails(&["ls", "/loop-a"]).contains("too many levels of symbolic links"));
+    assert!(stdout(&c.ok(&["ls", "-l", "/loop-a"])).trim_end().ends_with("/loop-a -> loop-b"));
 }
 
 /// Goal: `cp` copies inside the cluster as cp(1) does. A file's bytes arrive exactly, a run

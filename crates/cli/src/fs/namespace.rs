@@ -130,17 +130,20 @@ pub fn ls(args: LsArgs) -> Result<()> {
     for path in &args.paths {
         // `lookup`, not `stat`: a file whose OSD is down is listed with its size as `?`.
         // As ls(1), a symlink named here is listed as itself with -l or -d, and otherwise
-        // followed when it leads to a directory.
-        let lists = |a: &Attr| match a.file_type {
-            FileType::Directory => !args.directory,
-            FileType::Symlink if !args.directory && !args.long => {
-                matches!(client.lookup_followed(path), Ok(t) if t.file_type == FileType::Directory)
-            }
-            _ => false,
-        };
-        match client.lookup(path) {
-            Ok(a) if lists(&a) => dirs.push(path),
-            Ok(a) => files.push((path.clone(), a)),
+        // followed: listed as a directory when it leads to one, refused when it loops, and
+        // shown as itself when it dangles.
+        let found = client.lookup(path).and_then(|a| match a.file_type {
+            FileType::Directory if !args.directory => Ok(None),
+            FileType::Symlink if !args.directory && !args.long => match client.lookup_followed(path) {
+                Ok(t) if t.file_type == FileType::Directory => Ok(None),
+                Err(e) if e.fs_error() == Some(FsError::Loop) => Err(e),
+                _ => Ok(Some(a)),
+            },
+            _ => Ok(Some(a)),
+        });
+        match found {
+            Ok(None) => dirs.push(path),
+            Ok(Some(a)) => files.push((path.clone(), a)),
             Err(e) if args.paths.len() == 1 => return Err(e.into()),
             Err(e) => {
                 eprintln!("tessera: ls: {e}");
