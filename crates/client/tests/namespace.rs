@@ -388,3 +388,63 @@ fn crossing_directory_renames_never_make_a_cycle() {
     }
     assert!(both_refused < 300, "some rounds must move a directory");
 }
+
+/// Makes a directory `parent/stem<k>` whose inode is homed on `server` (placement hashes the
+/// parent and the name, so names are tried in turn); returns its path.
+fn mkdir_on(c: &Client, parent: &str, stem: &str, server: u32) -> String {
+    for k in 0..200 {
+        let path = format!("{parent}/{stem}{k}");
+        if c.mkdir(&path, 0o755).unwrap().ino.server() == server {
+            return path;
+        }
+        c.rmdir(&path).unwrap();
+    }
+    panic!("no name under {parent} lands on server {server}");
+}
+
+/// Goal: two directory moves on different metadata servers that cross through each other's
+/// directories never close a cycle. Server 0 moves `x` (homed on 0) below `q1`, whose chain to
+/// the root passes through `y` on server 1; server 1 at once moves `y` below `q2`, whose chain
+/// passes through `x`. Each move alone is legal; done together they would leave x, q1, y and q2
+/// a cycle out of the tree, because each server checks the part of the chain homed on the
+/// other from what that server answered a moment before. Method: two servers, directories
+/// placed by name, two clients released together by a barrier, many rounds.
+#[test]
+fn crossing_moves_on_two_servers_never_make_a_cycle() {
+    let cluster = start(1, 2);
+    let (one, two) = (cluster.client(), cluster.client());
+    let barrier = std::sync::Barrier::new(2);
+    for round in 0..60 {
+        let top = format!("/c{round}");
+        one.mkdir(&top, 0o755).unwrap();
+        let p = mkdir_on(&one, &top, "p", 0);
+        let x = mkdir_on(&one, &p, "x", 0);
+        let p2 = mkdir_on(&one, &top, "p2-", 1);
+        let y = mkdir_on(&one, &p2, "y", 1);
+        let q1 = mkdir_on(&one, &y, "q1-", 0);
+        let q2 = mkdir_on(&one, &x, "q2-", 1);
+        let (xi, yi) = (one.stat(&x).unwrap().ino, one.stat(&y).unwrap().ino);
+        let (x_name, y_name) = (x.rsplit('/').next().unwrap(), y.rsplit('/').next().unwrap());
+        let (first, second) = std::thread::scope(|s| {
+            let first = s.spawn(|| {
+                barrier.wait();
+                one.rename(&x, &format!("{q1}/{x_name}"))
+            });
+            let second = s.spawn(|| {
+                barrier.wait();
+                two.rename(&y, &format!("{q2}/{y_name}"))
+            });
+            (first.join().unwrap(), second.join().unwrap())
+        });
+        assert!(!(first.is_ok() && second.is_ok()), "round {round}: both crossing moves succeeded");
+        let mut reachable = Vec::new();
+        let mut queue = vec![top.clone()];
+        while let Some(dir) = queue.pop() {
+            for e in one.readdir(&dir).unwrap() {
+                reachable.push(e.attr.ino);
+                queue.push(format!("{dir}/{}", e.name));
+            }
+        }
+        assert!(reachable.contains(&xi) && reachable.contains(&yi), "round {round}: {first:?} {second:?}");
+    }
+}

@@ -69,6 +69,10 @@ pub enum Request {
     PeerCreateDir { parent: InodeId, new: NewInode, stripe: Option<StripeHint> },
     /// MDS -> MDS: remove an empty directory inode homed here (the sender removes the entry).
     PeerRemoveDir { ino: InodeId },
+    /// MDS -> metadata server 0: take (`take`) or give back the cluster's rename lock under
+    /// `token`, chosen by the sender. Held while a directory moves to another parent, so no
+    /// two such moves run at once anywhere; taking a held lock answers `Busy`.
+    PeerRenameLock { token: u64, take: bool },
 }
 
 mod op {
@@ -94,6 +98,7 @@ mod op {
     pub const OSDS_DOWN: u8 = 20;
     pub const PEER_CREATE_DIR: u8 = 32;
     pub const PEER_REMOVE_DIR: u8 = 33;
+    pub const PEER_RENAME_LOCK: u8 = 34;
 }
 
 fn name(w: &mut Writer, s: &str) {
@@ -218,6 +223,11 @@ impl Request {
                 new.encode(w);
                 w.option(stripe, |w, h| h.encode(w));
             }
+            R::PeerRenameLock { token, take } => {
+                w.u8(op::PEER_RENAME_LOCK);
+                w.u64(*token);
+                w.bool(*take);
+            }
         }
     }
 
@@ -274,6 +284,7 @@ impl Request {
             op::OSDS_DOWN => R::OsdsDown,
             op::REPAIR => R::Repair { remove: r.bool()? },
             op::PEER_CREATE_DIR => R::PeerCreateDir { parent: ino(r)?, new: NewInode::decode(r)?, stripe: r.option(StripeHint::decode)? },
+            op::PEER_RENAME_LOCK => R::PeerRenameLock { token: r.u64()?, take: r.bool()? },
             _ => return Err(DecodeError::UnknownTag { what: "request opcode", value: code as u32, at: 0 }),
         })
     }

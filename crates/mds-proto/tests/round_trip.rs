@@ -90,6 +90,7 @@ fn request() -> impl Strategy<Value = Request> {
         any::<bool>().prop_map(|remove| Request::Repair { remove }),
         Just(Request::OsdsDown),
         (ino(), new_inode(), prop::option::of(hint())).prop_map(|(parent, new, stripe)| Request::PeerCreateDir { parent, new, stripe }),
+        (any::<u64>(), any::<bool>()).prop_map(|(token, take)| Request::PeerRenameLock { token, take }),
         ino().prop_map(|ino| Request::PeerRemoveDir { ino }),
     ]
 }

@@ -36,6 +36,7 @@ pub mod objects;
 pub mod peer;
 pub mod periodic;
 pub mod pools;
+pub mod rename_lock;
 pub mod revocation;
 pub mod security;
 pub mod server;

@@ -11,8 +11,9 @@
 //! calling back cannot stall or deadlock this server.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tessera_mds_proto::request::NewInode;
 use tessera_mds_proto::{Attr, ClusterMap, DirEntry, FileLayout, FileType, FsError, InodeId, ObjectRef, Reply, Request, StripeHint, Timespec};
@@ -27,6 +28,7 @@ use crate::namespace::{Namespace, NamespaceError};
 use crate::objects::DataObjects;
 use crate::peer::{MdsConnection, PEER_TIMEOUT};
 use crate::pools::{Pools, PrecreateConfig};
+use crate::rename_lock::{self, LockHolder, RenameLock};
 use crate::revocation::{self, Retrier};
 use crate::truncation;
 use crate::security::{file_permissions, fresh_policy_tag, SecurityManager};
@@ -88,6 +90,10 @@ pub struct Mds {
     objects: Arc<dyn DataObjects>,
     config: MdsConfig,
     peers: Vec<Mutex<Option<MdsConnection>>>,
+    /// The cluster's rename lock; used on server 0 only (`rename_lock.rs`).
+    rename_lock: RenameLock,
+    /// Tokens this server takes the rename lock under: its index high, then a count.
+    lock_tokens: AtomicU64,
 }
 
 fn now() -> Timespec {
@@ -169,7 +175,10 @@ impl Mds {
         let pools = Pools::start(ns.clone(), objects.clone(), osd_count, config.precreate).map_err(OpenError::Store)?;
         let prober = Prober::start(watched, health.clone()).map_err(|source| OpenError::Db(DbError::Thread { source }))?;
         let peers = (0..servers).map(|_| Mutex::new(None)).collect();
-        Ok(Mds { ns, pools, _revocations: revocations, health, _prober: prober, objects, config, peers })
+        // A count that starts from the clock, so a restarted server takes no token its
+        // previous life may still hold.
+        let lock_tokens = AtomicU64::new((u64::from(config.server_index) << 56) | (now_ms() << 12) & ((1 << 56) - 1));
+        Ok(Mds { ns, pools, _revocations: revocations, health, _prober: prober, objects, config, peers, rename_lock: RenameLock::default(), lock_tokens })
     }
 
     pub fn server_index(&self) -> u32 {
@@ -405,6 +414,15 @@ impl Mds {
                 self.ns.write(|s| s.create_dir_inode(parent, &new, stripe, now())).map(|r| Reply::Attr(r.attr(0)))
             }
             R::PeerRemoveDir { ino } => self.ns.write(|s| s.remove_dir_inode(ino)).map(|()| Reply::Done),
+            R::PeerRenameLock { .. } if self.server_index() != 0 => Err(FsError::Misdirected),
+            R::PeerRenameLock { token, take: true } => match self.rename_lock.try_take(token, Instant::now()) {
+                true => Ok(Reply::Done),
+                false => Err(FsError::Busy),
+            },
+            R::PeerRenameLock { token, take: false } => {
+                self.rename_lock.release(token);
+                Ok(Reply::Done)
+            }
         }
     }
 
@@ -576,6 +594,15 @@ impl Mds {
             return Err(FsError::CrossServer);
         }
         self.ns.read(|s| s.check_local(src_parent))?;
+        // A directory moving to another parent changes the chains other servers check
+        // against: one such move at a time in the cluster (`rename_lock.rs`).
+        let moves_directory = src_parent != dst_parent
+            && self.servers() > 1
+            && self.ns.read(|s| s.lookup(src_parent, src_name)).is_ok_and(|e| e.kind == FileType::Directory);
+        let _held = match moves_directory {
+            true => Some(rename_lock::acquire(self, self.lock_tokens.fetch_add(1, Ordering::Relaxed))?),
+            false => None,
+        };
         for _ in 0..RENAME_ATTEMPTS {
             // Gathered before the transaction, without the lock, because it may ask peers;
             // the transaction checks this server's part again (`Store::rename`).
@@ -684,4 +711,25 @@ fn inode_and_layout(s: &Store, ino: InodeId) -> Result<(InodeRow, Option<FileLay
     let row = s.inode(ino)?;
     let layout = if row.kind == FileType::Regular { Some(s.layout(ino)?) } else { None };
     Ok((row, layout))
+}
+
+impl LockHolder for Mds {
+    fn take(&self, token: u64) -> Result<bool, FsError> {
+        if self.server_index() == 0 {
+            return Ok(self.rename_lock.try_take(token, Instant::now()));
+        }
+        match self.peer(0, Request::PeerRenameLock { token, take: true }) {
+            Ok(_) => Ok(true),
+            Err(FsError::Busy) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn give_back(&self, token: u64) {
+        if self.server_index() == 0 {
+            self.rename_lock.release(token);
+        } else if let Err(e) = self.peer(0, Request::PeerRenameLock { token, take: false }) {
+            tracing::warn!(%e, "cannot give the rename lock back to server 0; its lease runs out instead");
+        }
+    }
 }
