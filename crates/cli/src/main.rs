@@ -93,7 +93,8 @@ enum Command {
     Df(df::DfArgs),
     /// Bytes in a tree's files, per directory (apparent sizes: file lengths).
     Du(usage::DuArgs),
-    /// Find objects on the OSDs that no file accounts for (orphans); --remove removes them.
+    /// Find objects on the OSDs that no file accounts for (orphans) and temporaries left by copies
+    /// that did not finish; --remove removes them.
     Repair(repair::RepairArgs),
     /// Start a target in a temporary directory, exercise it, and run a short benchmark.
     Demo(demo::DemoArgs),

@@ -56,3 +56,38 @@ fn repair_reports_orphans_and_removes_them_on_request() {
     }
     cluster.stop().unwrap();
 }
+
+/// Goal: the temporary a `put` killed outright leaves (`.<name>.put-<pid>`) is found by
+/// `repair` once it has not been written for an hour, and removed with `--remove`; a younger
+/// one (a copy may still be running) and other hidden files are left alone. Method: a real
+/// cluster; the leftovers made with the client library as a killed `put` leaves them, one
+/// dated two hours back.
+#[test]
+fn repair_finds_the_temporaries_of_copies_that_did_not_finish() {
+    let dir = tempfile::Builder::new().prefix("tessera-repair-tmp-").tempdir().unwrap();
+    let cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &ClusterSpec::new(2)).unwrap();
+    let client = Client::connect(cluster.config()).unwrap();
+    client.mkdir("/d", 0o755).unwrap();
+    let two_hours_ago = tessera_client::Timespec { secs: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64 - 7200, nanos: 0 };
+    for (path, old) in [("/d/.big.put-4242", true), ("/.x.tessera-mv-7", true), ("/d/.young.cp-99", false), ("/d/.profile", true), ("/d/.notes.put-draft", true)] {
+        client.create(path, 0o644, None).unwrap().pwrite(0, &[1u8; 5000]).unwrap();
+        if old {
+            client.set_times(path, Some(two_hours_ago), Some(two_hours_ago)).unwrap();
+        }
+    }
+    let file = cluster.cluster_file();
+    let out = run(&["repair"], Some(&file));
+    let report = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(report.contains("  /.x.tessera-mv-7  (5000 bytes)\n  /d/.big.put-4242  (5000 bytes)\n"), "{report}");
+    assert!(report.contains("repair: 2 temporary file(s) left by copies that did not finish"), "{report}");
+    assert!(!report.contains(".young") && !report.contains(".profile") && !report.contains(".notes"), "{report}");
+    let out = run(&["repair", "--remove"], Some(&file));
+    assert!(text(&out.stdout).contains("2 temporary file(s) left by copies that did not finish removed"), "{}", text(&out.stdout));
+    let mut left: Vec<String> = client.readdir("/d").unwrap().into_iter().map(|e| e.name).collect();
+    left.extend(client.readdir("/").unwrap().into_iter().map(|e| e.name));
+    left.sort();
+    assert_eq!(left, [".notes.put-draft", ".profile", ".young.cp-99", "d"]);
+    assert!(text(&run(&["repair"], Some(&file)).stdout).contains("no temporary left by an unfinished copy"));
+    cluster.stop().unwrap();
+}

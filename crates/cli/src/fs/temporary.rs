@@ -15,9 +15,32 @@ pub fn hidden_name(name: &str, tag: &str) -> String {
     format!(".{}.{tag}", &name[..cut])
 }
 
+/// Tags of the temporaries copies leave in Tessera (`put`, `cp`, a `mv` between servers),
+/// each followed by `-<pid>`.
+const TESSERA_TAGS: [&str; 3] = ["put", "cp", "tessera-mv"];
+
+/// Whether `name` is a temporary a copy into Tessera writes: `.<name>.<tag>-<pid>`.
+pub fn is_copy_temporary(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix('.') else { return false };
+    let Some((_, tail)) = rest.rsplit_once('.') else { return false };
+    let Some((tag, pid)) = tail.rsplit_once('-') else { return false };
+    TESSERA_TAGS.contains(&tag) && !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_temporaries_of_copies_are_told_from_other_hidden_names() {
+        for tag in TESSERA_TAGS {
+            assert!(is_copy_temporary(&hidden_name("data.bin", &format!("{tag}-4242"))), "{tag}");
+        }
+        assert!(is_copy_temporary(&hidden_name(&"x".repeat(255), "put-4194304")));
+        for other in [".bashrc", ".data.put-", ".data.put-12a", "data.put-12", ".data.get-12-0", ".put-12", ".a.cp-7x"] {
+            assert!(!is_copy_temporary(other), "{other}");
+        }
+    }
 
     #[test]
     fn short_names_are_kept_whole() {
