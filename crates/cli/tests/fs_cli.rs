@@ -784,3 +784,52 @@ fn trees_go_in_and_come_back_whole() {
     assert_eq!(stdout(&c.ok(&["ls", "-A", "/"])), "in\n");
     assert!(stdout(&c.ok(&["df"])).contains("namespace: 0 files, 2 directories, 0 symlinks"), "{}", stdout(&c.ok(&["df"])));
 }
+
+/// Goal: two `mv`s of one file to two destinations on another metadata server, at once: one
+/// moves it, the other fails and leaves its destination as it was (before, the loser had
+/// already replaced its destination with a copy when it found the source gone). A directory
+/// moved onto an empty directory on the other server replaces it, as within one server.
+/// Method: two servers, `tessera mv` processes started together, several rounds.
+#[test]
+fn racing_moves_between_servers_leave_the_losers_destination_alone() {
+    let c = UpCluster::start_with(2, 2);
+    for i in 0..8 {
+        c.ok(&["mkdir", &format!("/d{i}")]);
+    }
+    let on = |server: u32| (0..8).map(|i| format!("/d{i}")).find(|d| home_server(&c, d) == server).expect("a directory on each server");
+    let (here, there) = (on(0), on(1));
+    let work = tempfile::tempdir().unwrap();
+    let (payload, precious) = (work.path().join("payload"), work.path().join("precious"));
+    std::fs::write(&payload, pattern(1, 300_000)).unwrap();
+    std::fs::write(&precious, b"precious").unwrap();
+    let start_mv = |to: &str| {
+        std::process::Command::new(common::tessera_exe())
+            .args(["mv", &format!("{here}/f"), to])
+            .env("TESSERA_CLUSTER", c.cluster_file())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    for round in 0..6 {
+        c.ok(&["put", payload.to_str().unwrap(), &format!("{here}/f")]);
+        let (a, b) = (format!("{there}/a{round}"), format!("{there}/b{round}"));
+        c.ok(&["put", precious.to_str().unwrap(), &a]);
+        c.ok(&["put", precious.to_str().unwrap(), &b]);
+        let (first, second) = (start_mv(&a), start_mv(&b));
+        let (first, second) = (first.wait_with_output().unwrap(), second.wait_with_output().unwrap());
+        assert!(first.status.success() != second.status.success(), "round {round}: exactly one move succeeds");
+        let moved = [&a, &b].iter().filter(|d| c.ok(&["cat", d]).stdout == pattern(1, 300_000)).count();
+        let kept = [&a, &b].iter().filter(|d| c.ok(&["cat", d]).stdout == b"precious").count();
+        assert_eq!((moved, kept), (1, 1), "round {round}: one destination has the file, the other is as it was");
+        assert_eq!(stdout(&c.ok(&["ls", "-A", &here])), "", "round {round}: nothing left at the source");
+    }
+    // Into `there`, where an empty `tree` waits: it is replaced; a full one or a file is not.
+    c.ok(&["mkdir", "-p", &format!("{here}/tree/sub"), &format!("{there}/tree")]);
+    c.ok(&["mv", &format!("{here}/tree"), &there]);
+    assert_eq!(stdout(&c.ok(&["ls", &format!("{there}/tree")])), "sub\n");
+    c.ok(&["mkdir", "-p", &format!("{here}/tree"), &format!("{here}/a0")]);
+    assert!(c.fails(&["mv", &format!("{here}/tree"), &there]).contains("directory not empty"));
+    assert!(c.fails(&["mv", &format!("{here}/a0"), &there]).contains("cannot overwrite non-directory"));
+    assert_eq!(stdout(&c.ok(&["ls", "-A", &here])), "a0\ntree\n", "a refused move puts its source back");
+}

@@ -2,12 +2,15 @@
 //! between directories homed on different servers, which they answer EXDEV-like with
 //! `CrossServer`) a copy and a delete, as mv(1) does between file systems.
 //!
-//! A file is copied under a temporary name beside the destination, keeping its mode, times and
-//! striping (stripe unit and count) and its holes (stripes of zeros are not written), then
-//! renamed onto the destination (one server: the two names share a directory) and only then
-//! removed at the source. A failure before that rename leaves the source as it was and removes
-//! the copy. A directory is made at the destination and its entries moved one by one, each the
-//! cheapest way; a failure part-way leaves both trees partly filled, as mv(1) does, and says so.
+//! The source is first renamed aside in its own directory (`claim`), so that of two movers of
+//! one name (or a mover and an `rm`) the second fails before it changes anything. A file is then
+//! copied under a temporary name beside the destination, keeping its mode, times and striping
+//! (stripe unit and count) and its holes (stripes of zeros are not written), renamed onto the
+//! destination (one server: the two names share a directory), and only then removed at the
+//! source. A failure before that rename removes the copy and puts the source back under its
+//! name. A directory is made at the destination (replacing an empty one there) and its entries
+//! moved one by one, each the cheapest way; a failure part-way leaves both trees partly filled,
+//! as mv(1) does, the source back under its name, and says so.
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -68,25 +71,53 @@ fn move_path(client: &Client, from: &str, to: &str) -> Result<()> {
         other => return Ok(other?),
     }
     let attr = client.lstat(from)?;
-    match attr.file_type {
-        FileType::Regular => copy_then_remove(client, from, to, &attr),
-        FileType::Symlink => {
-            let target = client.readlink(from)?;
+    // Claimed before anything at the destination changes: renamed aside in its own directory
+    // (one server, so atomic). Another `mv` or an `rm` of the same name then finds it gone and
+    // fails before it replaces anything, rather than after.
+    let claimed = claim(client, from)?;
+    let moved = match attr.file_type {
+        FileType::Regular => copy_then_remove(client, &claimed, to, &attr),
+        FileType::Symlink => (|| {
+            let target = client.readlink(&claimed)?;
             replace_with(client, to, FileType::Symlink)?;
             client.symlink(&target, to)?;
-            Ok(client.unlink(from)?)
-        }
-        FileType::Directory => {
-            client.mkdir(to, attr.mode).with_context(|| format!("moving directory {from} to another metadata server"))?;
-            for entry in client.readdir(from)? {
-                Interrupt::catch()?.check()?;
-                let (src, dst) = (child(from, &entry.name), child(to, &entry.name));
-                move_path(client, &src, &dst).with_context(|| format!("moving {from} to {to} stopped part-way, at {src}"))?;
-            }
-            client.set_times(to, Some(attr.atime), Some(attr.mtime))?;
-            Ok(client.rmdir(from)?)
-        }
+            Ok(client.unlink(&claimed)?)
+        })(),
+        FileType::Directory => move_directory(client, &claimed, to, &attr),
+    };
+    moved.map_err(|e| match client.rename(&claimed, from) {
+        Ok(()) => e.context(format!("moving {from} to {to} (another metadata server)")),
+        Err(back) => e.context(format!("moving {from} to {to} (another metadata server); {from} is left as {claimed}, which could not be renamed back: {back}")),
+    })
+}
+
+/// Renames `path` aside in its directory, `.<name>.tessera-mv-src-<pid>`, for this process to
+/// move; the name is not one `repair` removes, since until the move ends it holds the data.
+fn claim(client: &Client, path: &str) -> Result<String> {
+    let (dir, name) = split_parent("mv", path)?;
+    let claimed = format!("{dir}/{}", super::temporary::hidden_name(name, &format!("tessera-mv-src-{}", std::process::id())));
+    client.rename(path, &claimed).with_context(|| format!("cannot move {path}"))?;
+    Ok(claimed)
+}
+
+/// Makes `to` (an empty directory there is replaced, as rename(2) replaces one) and moves
+/// `from`'s entries into it one by one, then removes `from`.
+fn move_directory(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<()> {
+    match client.lookup(to) {
+        Ok(a) if a.file_type != FileType::Directory => bail!("cannot overwrite non-directory {to} with a directory"),
+        Ok(_) if !client.readdir(to)?.is_empty() => bail!("cannot move a directory onto {to}: directory not empty"),
+        Ok(_) => client.rmdir(to)?,
+        Err(e) if e.fs_error() == Some(FsError::NotFound) => {}
+        Err(e) => return Err(e.into()),
     }
+    client.mkdir(to, attr.mode).with_context(|| format!("making {to} on another metadata server"))?;
+    for entry in client.readdir(from)? {
+        Interrupt::catch()?.check()?;
+        let (src, dst) = (child(from, &entry.name), child(to, &entry.name));
+        move_path(client, &src, &dst).with_context(|| format!("stopped part-way, at {src}"))?;
+    }
+    client.set_times(to, Some(attr.atime), Some(attr.mtime))?;
+    Ok(client.rmdir(from)?)
 }
 
 /// Refuses to move over a directory or onto another kind, as rename(2) would.
@@ -133,7 +164,7 @@ fn copy_then_remove(client: &Client, from: &str, to: &str, attr: &Attr) -> Resul
     let placed = copied.and_then(|()| Ok(client.rename(&temporary, to)?));
     if let Err(e) = placed {
         let _ = client.unlink(&temporary);
-        return Err(e.context(format!("copying {from} to {to} (another metadata server); {from} is unchanged")));
+        return Err(e.context(format!("the copy to {to} is removed and the source unchanged")));
     }
     Ok(client.unlink(from)?)
 }
