@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
-use tessera_client::{Client, FileType, FsError};
+use tessera_client::{Attr, Client, FileType, FsError};
 
 use super::interrupt::Interrupt;
 use super::local_out::LocalOut;
@@ -49,7 +49,10 @@ impl<L, R> Default for Plan<L, R> {
 
 impl<L, R> Plan<L, R> {
     pub fn bar(&self, verb: &str, from: &str) -> ProgressBar {
-        progress(self.files.iter().map(|f| f.3).sum(), &format!("{verb} -r {from} ({} files)", self.files.len()))
+        // A file whose OSD did not answer has no known size; it counts as empty here and its
+        // copy fails with the OSD named.
+        let bytes = self.files.iter().filter(|f| f.3 != Attr::SIZE_UNKNOWN).fold(0u64, |sum, f| sum.saturating_add(f.3));
+        progress(bytes, &format!("{verb} -r {from} ({} files)", self.files.len()))
     }
 }
 
