@@ -93,8 +93,9 @@ enum Command {
     Df(df::DfArgs),
     /// Bytes in a tree's files, per directory (apparent sizes: file lengths).
     Du(usage::DuArgs),
-    /// Find objects on the OSDs that no file accounts for (orphans) and temporaries left by copies
-    /// that did not finish; --remove removes them.
+    /// Find objects on the OSDs that no file accounts for (orphans), temporaries left by copies
+    /// that did not finish, and sources a killed mv left renamed aside; --remove removes the
+    /// first two (a mv's source is reported with the command that puts it back).
     Repair(repair::RepairArgs),
     /// Start a target in a temporary directory, exercise it, and run a short benchmark.
     Demo(demo::DemoArgs),

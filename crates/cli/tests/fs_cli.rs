@@ -183,6 +183,16 @@ fn striping_is_set_per_directory_and_reported_per_file() {
     c.ok(&["attr", "set", "/wide/x", "0x10000:1", "tag-7"]);
     let got = stdout(&c.ok(&["attr", "get", "/wide/x", "0x10000:1"]));
     assert_eq!(got.matches("\"tag-7\"").count(), 4, "{got}");
+    // The pages the OSD and the file system keep are refused, and nothing changes: a logical
+    // length set on each object would make every object, and so the file, that long.
+    let size_of = |path: &str| stdout(&c.ok(&["stat", path])).lines().find(|l| l.trim_start().starts_with("size:")).map(str::to_string);
+    let size_before = size_of("/wide/x");
+    assert!(size_before.is_some());
+    let err = c.fails(&["attr", "set", "/wide/x", "1:0x82", "0x0000000000100000"]);
+    assert!(err.contains("page 0x1 is kept by the OSD") && err.contains("tessera truncate"), "{err}");
+    let err = c.fails(&["attr", "set", "/wide/x", "0x20000000:1", "x"]);
+    assert!(err.contains("application pages 0x10000..0x1fffffff"), "{err}");
+    assert_eq!(size_of("/wide/x"), size_before);
     let list = stdout(&c.ok(&["attr", "list", "/wide/x"]));
     assert!(list.contains("0x1:0x82"), "logical length listed: {list}");
     // Timestamps read as dates, as the OSD keeps them: milliseconds since the epoch.

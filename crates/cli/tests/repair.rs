@@ -91,3 +91,40 @@ fn repair_finds_the_temporaries_of_copies_that_did_not_finish() {
     assert!(text(&run(&["repair"], Some(&file)).stdout).contains("no temporary left by an unfinished copy"));
     cluster.stop().unwrap();
 }
+
+/// Goal: a source that a killed `mv` between metadata servers left renamed aside
+/// (`.<name>.tessera-mv-src-<pid>`, a file or a directory) is reported with the command that
+/// puts it back, once renamed longer ago than `--older-than`, and `--remove` keeps it: it holds
+/// the only copy of its data. Method: a real cluster; the claims made by hand as `mv` makes them.
+#[test]
+fn repair_reports_the_sources_a_killed_mv_left_aside_and_keeps_them() {
+    let dir = tempfile::Builder::new().prefix("tessera-repair-mv-").tempdir().unwrap();
+    let cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &ClusterSpec::new(2)).unwrap();
+    let client = Client::connect(cluster.config()).unwrap();
+    client.mkdir("/d", 0o755).unwrap();
+    client.create("/d/data.bin", 0o644, None).unwrap().pwrite(0, b"the only copy").unwrap();
+    client.mkdir("/tree", 0o755).unwrap();
+    client.rename("/d/data.bin", "/d/.data.bin.tessera-mv-src-4242").unwrap();
+    client.rename("/tree", "/.tree.tessera-mv-src-77").unwrap();
+    let file = cluster.cluster_file();
+
+    let out = run(&["repair"], Some(&file));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!text(&out.stdout).contains("tessera-mv-src"), "renamed moments ago, as a running mv does: {}", text(&out.stdout));
+
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let out = run(&["repair", "--remove", "--older-than", "1s"], Some(&file));
+    let report = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(report.contains("  /.tree.tessera-mv-src-77  (put it back: tessera mv '/.tree.tessera-mv-src-77' '/tree')\n"), "{report}");
+    assert!(report.contains("  /d/.data.bin.tessera-mv-src-4242  (put it back: tessera mv '/d/.data.bin.tessera-mv-src-4242' '/d/data.bin')\n"), "{report}");
+    assert!(report.contains("repair: 2 source(s) of a mv between metadata servers that did not finish"), "{report}");
+    let mut data = vec![0u8; 13];
+    client.open("/d/.data.bin.tessera-mv-src-4242").unwrap().pread(0, &mut data).unwrap();
+    assert_eq!(&data, b"the only copy", "--remove leaves a claimed source");
+    assert!(client.lookup("/.tree.tessera-mv-src-77").is_ok());
+
+    let out = run(&["repair", "--older-than", "1 fortnight"], Some(&file));
+    assert!(!out.status.success() && text(&out.stderr).contains("unknown duration unit"), "{}", text(&out.stderr));
+    cluster.stop().unwrap();
+}

@@ -95,7 +95,7 @@ fn move_path(client: &Client, from: &str, to: &str) -> Result<()> {
 /// move; the name is not one `repair` removes, since until the move ends it holds the data.
 fn claim(client: &Client, path: &str) -> Result<String> {
     let (dir, name) = split_parent("mv", path)?;
-    let claimed = format!("{dir}/{}", super::temporary::hidden_name(name, &format!("tessera-mv-src-{}", std::process::id())));
+    let claimed = format!("{dir}/{}", super::temporary::hidden_name(name, &format!("{}-{}", super::temporary::MV_SOURCE_TAG, std::process::id())));
     client.rename(path, &claimed).with_context(|| format!("cannot move {path}"))?;
     Ok(claimed)
 }
@@ -159,7 +159,7 @@ fn copy_then_remove(client: &Client, from: &str, to: &str, attr: &Attr) -> Resul
         }
     }
     let (dir, name) = split_parent("mv", to)?;
-    let temporary = format!("{dir}/{}", super::temporary::hidden_name(&name, &format!("tessera-mv-{}", std::process::id())));
+    let temporary = format!("{dir}/{}", super::temporary::hidden_name(name, &format!("tessera-mv-{}", std::process::id())));
     let copied = Interrupt::catch().and_then(|interrupt| copy_file(client, from, &temporary, attr, interrupt));
     let placed = copied.and_then(|()| Ok(client.rename(&temporary, to)?));
     if let Err(e) = placed {

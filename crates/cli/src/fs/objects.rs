@@ -20,7 +20,8 @@ pub struct AttrArgs {
 enum AttrAction {
     /// Print one attribute (PAGE:NUMBER, e.g. 0x10000:1 or 1:0x82) of each data object.
     Get { path: String, attr: String },
-    /// Set one attribute on every data object; VALUE is text, or bytes as 0x-prefixed hex.
+    /// Set one attribute of an application page (0x10000..0x1FFFFFFF) on every data object;
+    /// VALUE is text, or bytes as 0x-prefixed hex.
     Set { path: String, attr: String, value: String },
     /// Every attribute of a page (default: 1, the user object information page) of each object.
     List {
@@ -44,6 +45,29 @@ fn parse_attr(text: &str) -> Result<AttrId> {
     let page = parse_u32(page).map_err(anyhow::Error::msg)?;
     let number = parse_u32(number).map_err(anyhow::Error::msg)?;
     Ok(AttrId::new(page, number))
+}
+
+/// The user-object pages applications own (OSD-2 r05 table 4). The pages below them are the
+/// OSD's and the file system's: setting one on each object by hand would change every object's
+/// logical length (1:0x82) and so the file's size, or its policy tag and so revoke the
+/// capabilities every client holds.
+const APPLICATION_PAGES: std::ops::RangeInclusive<u32> = 0x1_0000..=0x1FFF_FFFF;
+
+fn settable(id: AttrId) -> Result<AttrId> {
+    if !APPLICATION_PAGES.contains(&id.page) {
+        let hint = match id.page {
+            1 => "; to change the file's length use `tessera truncate`",
+            3 => "; to change the file's times use `tessera touch`",
+            _ => "",
+        };
+        bail!(
+            "page {:#x} is kept by the OSD and the file system, not set by hand; attr set writes application pages {:#x}..{:#x}{hint}",
+            id.page,
+            APPLICATION_PAGES.start(),
+            APPLICATION_PAGES.end()
+        );
+    }
+    Ok(id)
 }
 
 fn parse_value(text: &str) -> Result<Vec<u8>> {
@@ -97,7 +121,7 @@ pub fn attr(args: AttrArgs) -> Result<()> {
             }
         }
         AttrAction::Set { path, attr, value } => {
-            let id = parse_attr(attr)?;
+            let id = settable(parse_attr(attr)?)?;
             let bytes = parse_value(value)?;
             let file = open_file(&args.cluster, path)?;
             file.set_object_attributes(&[Attribute { id, value: bytes }])?;

@@ -6,8 +6,10 @@
 //! It also walks the namespace for the temporaries of copies that never finished: `put`, `cp`
 //! and `mv` write `.<name>.<command>-<pid>` beside their destination and rename it into place,
 //! and only a client killed outright (SIGKILL, a crash, a lost host) leaves one behind. Those
-//! not written for an hour are reported, and removed with `--remove`; a younger one may belong
-//! to a copy still running.
+//! not written for an hour (`--older-than`) are reported, and removed with `--remove`; a younger
+//! one may belong to a copy still running. A `mv` between metadata servers first renames its
+//! source aside (`.<name>.tessera-mv-src-<pid>`); one left so as long is reported with the
+//! command that puts it back, and never removed: it holds the only copy of its data.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -17,11 +19,12 @@ use tessera_client::{Client, FileType};
 
 use super::ClusterArg;
 
-/// A temporary not written for this long belongs to no running copy.
-const TEMPORARY_STALE_AFTER: Duration = Duration::from_secs(3600);
-
 #[derive(Args)]
 pub struct RepairArgs {
+    /// A copy's temporary not written for this long, or a mv's source renamed aside this long
+    /// ago, belongs to no running command (500ms, 30s, 10m, 2h; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = crate::units::parse_duration)]
+    older_than: Duration,
     /// Remove the orphans found (each server journals them and removes them now, or when their
     /// OSD answers again), and the temporaries of unfinished copies. Without it, only report them.
     #[arg(long)]
@@ -50,8 +53,8 @@ pub fn repair(args: RepairArgs) -> Result<()> {
         (n, false) => println!("repair: {n} orphan object(s); `tessera repair --remove` removes them"),
         (n, true) => println!("repair: {n} orphan object(s) removed (those on an OSD that does not answer go when it returns)"),
     }
-    let cutoff = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().saturating_sub(TEMPORARY_STALE_AFTER);
-    let stale = stale_temporaries(&client, cutoff.as_secs() as i64)?;
+    let cutoff = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().saturating_sub(args.older_than);
+    let (stale, claimed) = stale_temporaries(&client, cutoff.as_secs() as i64)?;
     for (path, size) in &stale {
         if args.remove {
             client.unlink(path)?;
@@ -60,30 +63,60 @@ pub fn repair(args: RepairArgs) -> Result<()> {
     }
     match (stale.len(), args.remove) {
         (0, _) => println!("repair: no temporary left by an unfinished copy"),
-        (n, false) => println!("repair: {n} temporary file(s) left by copies that did not finish (not written for an hour); `tessera repair --remove` removes them"),
+        (n, false) => println!("repair: {n} temporary file(s) left by copies that did not finish (not written for {}); `tessera repair --remove` removes them", shown(args.older_than)),
         (n, true) => println!("repair: {n} temporary file(s) left by copies that did not finish removed"),
+    }
+    for (path, name) in &claimed {
+        let back = format!("{}/{name}", path.rsplit_once('/').map_or("", |(dir, _)| dir));
+        println!("  {path}  (put it back: tessera mv '{path}' '{back}')");
+    }
+    if !claimed.is_empty() {
+        println!(
+            "repair: {} source(s) of a mv between metadata servers that did not finish, renamed aside {} ago or more; they hold their data, so repair leaves them",
+            claimed.len(),
+            shown(args.older_than)
+        );
     }
     Ok(())
 }
 
+/// `1h`, `90s`: how `--older-than` reads back.
+fn shown(d: Duration) -> String {
+    match d.as_secs() {
+        s if s > 0 && s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s > 0 && s % 60 == 0 => format!("{}m", s / 60),
+        _ if d.subsec_millis() == 0 => format!("{}s", d.as_secs()),
+        _ => format!("{}ms", d.as_millis()),
+    }
+}
+
 /// Every copy temporary (`temporary::is_copy_temporary`) in the namespace last written before
-/// `cutoff_secs`, with its size (0 when an OSD holding it does not answer). Links are not
-/// followed, so each directory is walked once.
-fn stale_temporaries(client: &Client, cutoff_secs: i64) -> Result<Vec<(String, u64)>> {
-    let mut found = Vec::new();
+/// `cutoff_secs`, with its size (0 when an OSD holding it does not answer); and every source a
+/// `mv` claimed (`temporary::claimed_source`) not renamed since, with the name it had. Links
+/// are not followed, so each directory is walked once.
+type Found = (Vec<(String, u64)>, Vec<(String, String)>);
+
+fn stale_temporaries(client: &Client, cutoff_secs: i64) -> Result<Found> {
+    let (mut temporaries, mut claimed) = (Vec::new(), Vec::new());
     let mut dirs = vec!["/".to_string()];
     while let Some(dir) = dirs.pop() {
         for entry in client.readdir(&dir)? {
             let path = format!("{}/{}", dir.trim_end_matches('/'), entry.name);
+            // A claimed source's ctime is its rename aside (a directory's moves since).
+            if let Some(name) = super::temporary::claimed_source(&entry.name).filter(|_| entry.attr.ctime.secs < cutoff_secs) {
+                claimed.push((path, name.to_string()));
+                continue;
+            }
             match entry.attr.file_type {
                 FileType::Directory => dirs.push(path),
                 FileType::Regular if super::temporary::is_copy_temporary(&entry.name) && entry.attr.mtime.secs < cutoff_secs => {
-                    found.push((path, if entry.attr.size_known() { entry.attr.size } else { 0 }));
+                    temporaries.push((path, if entry.attr.size_known() { entry.attr.size } else { 0 }));
                 }
                 _ => {}
             }
         }
     }
-    found.sort();
-    Ok(found)
+    temporaries.sort();
+    claimed.sort();
+    Ok((temporaries, claimed))
 }

@@ -19,12 +19,26 @@ pub fn hidden_name(name: &str, tag: &str) -> String {
 /// each followed by `-<pid>`.
 const TESSERA_TAGS: [&str; 3] = ["put", "cp", "tessera-mv"];
 
+/// The tag under which a `mv` between metadata servers renames its source aside while it
+/// moves it. Unlike a copy's temporary, a claimed source holds the only copy of its data.
+pub const MV_SOURCE_TAG: &str = "tessera-mv-src";
+
+/// `.<name>.<tag>-<pid>` split into the (possibly cut) name and the tag.
+fn split_hidden(hidden: &str) -> Option<(&str, &str)> {
+    let rest = hidden.strip_prefix('.')?;
+    let (name, tail) = rest.rsplit_once('.')?;
+    let (tag, pid) = tail.rsplit_once('-')?;
+    (!pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())).then_some((name, tag))
+}
+
 /// Whether `name` is a temporary a copy into Tessera writes: `.<name>.<tag>-<pid>`.
 pub fn is_copy_temporary(name: &str) -> bool {
-    let Some(rest) = name.strip_prefix('.') else { return false };
-    let Some((_, tail)) = rest.rsplit_once('.') else { return false };
-    let Some((tag, pid)) = tail.rsplit_once('-') else { return false };
-    TESSERA_TAGS.contains(&tag) && !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())
+    split_hidden(name).is_some_and(|(_, tag)| TESSERA_TAGS.contains(&tag))
+}
+
+/// The name (cut, if it was among the longest) of a source a `mv` claimed, if `name` is one.
+pub fn claimed_source(name: &str) -> Option<&str> {
+    split_hidden(name).filter(|(_, tag)| *tag == MV_SOURCE_TAG).map(|(name, _)| name)
 }
 
 #[cfg(test)]
@@ -39,6 +53,15 @@ mod tests {
         assert!(is_copy_temporary(&hidden_name(&"x".repeat(255), "put-4194304")));
         for other in [".bashrc", ".data.put-", ".data.put-12a", "data.put-12", ".data.get-12-0", ".put-12", ".a.cp-7x"] {
             assert!(!is_copy_temporary(other), "{other}");
+        }
+    }
+
+    #[test]
+    fn a_source_a_mv_claimed_gives_back_its_name() {
+        assert_eq!(claimed_source(&hidden_name("data.bin", &format!("{MV_SOURCE_TAG}-77"))), Some("data.bin"));
+        assert!(!is_copy_temporary(&hidden_name("data.bin", &format!("{MV_SOURCE_TAG}-77"))));
+        for other in [".data.bin.tessera-mv-77", ".data.tessera-mv-src-", "data.tessera-mv-src-7"] {
+            assert_eq!(claimed_source(other), None, "{other}");
         }
     }
 
