@@ -48,10 +48,14 @@ pub enum FsError {
     /// A size or offset past what a file can hold.
     #[error("file too large")]
     TooBig,
+    /// Another metadata server that this one had to ask (for the attributes of an inode homed
+    /// there, say) did not answer.
+    #[error("a metadata server did not answer (`tessera status` shows which daemon is down)")]
+    PeerDown,
 }
 
 impl FsError {
-    pub const ALL: [FsError; 17] = [
+    pub const ALL: [FsError; 18] = [
         FsError::NotFound,
         FsError::Exists,
         FsError::NotEmpty,
@@ -69,6 +73,7 @@ impl FsError {
         FsError::Access,
         FsError::Loop,
         FsError::TooBig,
+        FsError::PeerDown,
     ];
 
     /// The Linux errno. It is also the wire code, so a capture reads naturally.
@@ -90,6 +95,7 @@ impl FsError {
             FsError::Loop => 40,        // ELOOP
             FsError::Misdirected => 66, // EREMOTE
             FsError::Protocol => 71,    // EPROTO
+            FsError::PeerDown => 112,   // EHOSTDOWN
             FsError::Stale => 116,      // ESTALE
         }
     }

@@ -136,6 +136,19 @@ impl Attr {
         self.size != Self::SIZE_UNKNOWN
     }
 
+    /// A listed entry whose inode lives on a metadata server that did not answer: the listing
+    /// still names it, with its type (kept with the name) and nothing else. Every inode that
+    /// has a name has a link count of at least 1, so a count of 0 marks these.
+    pub fn unknown(ino: InodeId, file_type: FileType) -> Attr {
+        let never = Timespec { secs: 0, nanos: 0 };
+        Attr { ino, file_type, mode: 0, uid: 0, gid: 0, nlink: 0, size: Self::SIZE_UNKNOWN, atime: never, mtime: never, ctime: never, parent: InodeId(0) }
+    }
+
+    /// False for [`Attr::unknown`]'s entries.
+    pub fn known(&self) -> bool {
+        self.nlink != 0
+    }
+
     pub fn encode(&self, w: &mut Writer) {
         let start = w.buf.len();
         w.u64(self.ino.0);

@@ -242,7 +242,7 @@ impl Mds {
         let connect = || {
             MdsConnection::connect_with_timeout(addr.as_str(), PEER_TIMEOUT).map_err(|e| {
                 tracing::warn!(server, %e, "cannot reach peer MDS");
-                FsError::Io
+                FsError::PeerDown
             })
         };
         let mut conn = match slot.take() {
@@ -256,12 +256,12 @@ impl Mds {
                 conn = connect()?;
                 conn.call(&request).map_err(|e| {
                     tracing::warn!(server, %e, "peer MDS connection dropped");
-                    FsError::Io
+                    FsError::PeerDown
                 })?
             }
             Err(e) => {
                 tracing::warn!(server, %e, "peer MDS connection dropped");
-                return Err(FsError::Io);
+                return Err(FsError::PeerDown);
             }
         };
         *slot = Some(conn);
@@ -660,11 +660,24 @@ impl Mds {
             let (entries, more) = self.ns.read(|s| s.readdir(dir, after.as_deref(), max))?;
             let last = entries.last().map(|e| e.name.clone());
             let mut out = Vec::with_capacity(entries.len());
+            // Servers found down in this page are not asked again (each try may wait out
+            // the peer timeout).
+            let mut down = Vec::new();
             for e in entries {
-                match self.attr(e.ino) {
+                let attr = match down.contains(&e.ino.server()) {
+                    true => Err(FsError::PeerDown),
+                    false => self.attr(e.ino),
+                };
+                match attr {
                     Ok(attr) => out.push(DirEntry { attr, name: e.name }),
                     // Removed since the page was read: POSIX lets readdir leave it out.
                     Err(FsError::Stale | FsError::NotFound) => {}
+                    // Homed on a server that is down: still named, as what a listing needs
+                    // most is the names (`ls` of the root when one server of four is down).
+                    Err(FsError::PeerDown) => {
+                        down.push(e.ino.server());
+                        out.push(DirEntry { attr: Attr::unknown(e.ino, e.kind), name: e.name });
+                    }
                     Err(other) => return Err(other),
                 }
             }

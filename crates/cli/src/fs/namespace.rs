@@ -151,9 +151,15 @@ pub fn ls(args: LsArgs) -> Result<()> {
             }
         }
     }
+    // Entries on a metadata server that did not answer: named, but with no attributes.
+    let unknown = std::cell::Cell::new(0u64);
     let print = |entries: Vec<(String, Attr)>, dir: Option<&str>| {
         for (name, attr) in entries {
-            if args.long {
+            if args.long && !attr.known() {
+                // As ls(1) shows an entry it cannot stat: its type, and `?` for the rest.
+                unknown.set(unknown.get() + 1);
+                println!("{}?????????   ?     ?     ? {:>12} {:>16} {name}", &mode_string(&attr)[..1], "?", "?");
+            } else if args.long {
                 // `?`: an OSD holding the file did not answer, so its size is unknown.
                 let size = match (attr.size_known(), args.human) {
                     (false, _) => "?".to_string(),
@@ -203,6 +209,9 @@ pub fn ls(args: LsArgs) -> Result<()> {
     }
     if failed > 0 {
         bail!("{failed} of {} paths could not be listed", args.paths.len());
+    }
+    if unknown.get() > 0 {
+        bail!("the attributes of {} entries could not be read: {}", unknown.get(), FsError::PeerDown);
     }
     Ok(())
 }
