@@ -843,3 +843,50 @@ fn racing_moves_between_servers_leave_the_losers_destination_alone() {
     assert!(c.fails(&["mv", &format!("{here}/a0"), &there]).contains("cannot overwrite non-directory"));
     assert_eq!(stdout(&c.ok(&["ls", "-A", &here])), "a0\ntree\n", "a refused move puts its source back");
 }
+
+/// `get`, `cat` and `cp` racing puts that keep replacing the file they read give one version
+/// or the other, whole: the old file's objects go with its name, and the reader starts over on
+/// the new file rather than failing with a stale inode.
+#[test]
+fn reads_racing_replacing_puts_give_one_whole_version() {
+    let c = UpCluster::start(2);
+    let dir = tempfile::tempdir().unwrap();
+    let versions: Vec<PathBuf> = (0..2u64)
+        .map(|i| {
+            let p = dir.path().join(format!("v{i}"));
+            std::fs::write(&p, pattern(i + 40, 300_000 + i as usize * 7)).unwrap();
+            p
+        })
+        .collect();
+    let contents: Vec<Vec<u8>> = versions.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    let one_version = |got: &[u8], what: &str| assert!(got == contents[0] || got == contents[1], "{what}: {} bytes, neither version", got.len());
+    c.ok(&["put", "-c", "2", versions[0].to_str().unwrap(), "/f"]);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let puts = std::sync::atomic::AtomicU32::new(0);
+    /// Stops the puts however the reads end, a failed assertion included.
+    struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let n = puts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                c.ok(&["put", versions[n as usize % 2].to_str().unwrap(), "/f"]);
+            }
+        });
+        let _stop = StopOnDrop(&stop);
+        for round in 0..25 {
+            let out = dir.path().join(format!("got{round}"));
+            c.ok(&["get", "/f", out.to_str().unwrap()]);
+            one_version(&std::fs::read(&out).unwrap(), "get");
+            one_version(&c.ok(&["cat", "/f"]).stdout, "cat");
+            let copy = format!("/copy{round}");
+            c.ok(&["cp", "/f", &copy]);
+            one_version(&c.ok(&["cat", &copy]).stdout, "cp");
+        }
+    });
+    assert!(puts.load(std::sync::atomic::Ordering::Relaxed) >= 10, "the puts ran beside the reads");
+}

@@ -23,6 +23,10 @@ use crate::pool::OsdPool;
 /// Symlinks one walk follows before answering ELOOP (Linux's limit).
 const SYMLINKS_FOLLOWED_MAX: usize = 40;
 
+/// Lookups an open makes of a name whose inode keeps going before its layout is read: a
+/// name replaced this often in a row is being rewritten continually, and ESTALE says so.
+const OPEN_ATTEMPTS: u32 = 5;
+
 /// Entries asked for per READDIR page (the protocol's maximum).
 const READDIR_PAGE: u32 = tessera_mds_proto::limits::READDIR_ENTRIES_MAX;
 
@@ -289,15 +293,26 @@ impl Client {
 
     /// Opens an existing regular file: one lookup walk and one GetLayout; I/O then goes to the
     /// OSDs only.
+    ///
+    /// The inode found may be gone by the time its layout is asked for, when another client
+    /// renames a new file over the name meanwhile (as `put` replaces a file). The name is then
+    /// looked up again, as Linux retries a lookup that meets ESTALE, so an open of a name
+    /// that always exists never fails for that.
     pub fn open(&self, path: &str) -> Result<File, ClientError> {
-        let attr = self.inner.resolve_followed("open", path)?;
-        match attr.file_type {
-            FileType::Regular => {}
-            FileType::Directory => return Err(ClientError::Fs { op: "open", path: path.to_string(), source: FsError::IsDir }),
-            FileType::Symlink => return Err(ClientError::Fs { op: "open", path: path.to_string(), source: FsError::Loop }),
+        let mut attempt = 1;
+        loop {
+            let attr = self.inner.resolve_followed("open", path)?;
+            match attr.file_type {
+                FileType::Regular => {}
+                FileType::Directory => return Err(ClientError::Fs { op: "open", path: path.to_string(), source: FsError::IsDir }),
+                FileType::Symlink => return Err(ClientError::Fs { op: "open", path: path.to_string(), source: FsError::Loop }),
+            }
+            match self.inner.layout(attr.ino, "open", path) {
+                Err(e) if matches!(e.fs_error(), Some(FsError::Stale | FsError::NotFound)) && attempt < OPEN_ATTEMPTS => attempt += 1,
+                Err(e) => return Err(e),
+                Ok((layout, grant)) => return File::new(self.inner.clone(), path, attr.ino, layout, &grant),
+            }
         }
-        let (layout, grant) = self.inner.layout(attr.ino, "open", path)?;
-        File::new(self.inner.clone(), path, attr.ino, layout, &grant)
     }
 
     pub fn unlink(&self, path: &str) -> Result<(), ClientError> {

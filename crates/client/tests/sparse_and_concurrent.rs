@@ -115,3 +115,38 @@ fn two_clients_write_disjoint_regions_concurrently() {
     }
     fa.fsync().unwrap();
 }
+
+/// Goal: opening a name that another client keeps replacing (a new file renamed over it, as
+/// `put` does) finds one of the files every time, never an inode that went between its lookup
+/// and its layout. Method: one client renames fresh files over `/f` as fast as it can while
+/// another opens `/f` 300 times and reads what it opened unless that was replaced meanwhile.
+#[test]
+fn opening_a_name_being_replaced_finds_a_file_every_time() {
+    let cluster = start(2, 1);
+    let (writer, reader) = (cluster.client(), cluster.client());
+    writer.create("/f", 0o644, hint(64 * KIB, 2)).unwrap().pwrite(0, b"version 0").unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let replaced = std::thread::scope(|s| {
+        let replacer = s.spawn(|| {
+            let mut n = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                n += 1;
+                let temp = format!("/.f.{n}");
+                writer.create(&temp, 0o644, hint(64 * KIB, 2)).unwrap().pwrite(0, format!("version {n}").as_bytes()).unwrap();
+                writer.rename(&temp, "/f").unwrap();
+            }
+            n
+        });
+        let opened: Vec<_> = (0..300).map(|_| reader.open("/f")).collect();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for (i, file) in opened.into_iter().enumerate() {
+            let file = file.unwrap_or_else(|e| panic!("open {i}: {e}"));
+            match file.read_to_end() {
+                Ok(bytes) => assert!(bytes.starts_with(b"version "), "open {i}: {bytes:?}"),
+                Err(e) => assert_eq!(e.fs_error(), Some(tessera_client::FsError::Stale), "open {i}: {e}"),
+            }
+        }
+        replacer.join().unwrap()
+    });
+    assert!(replaced >= 10, "the name was replaced while it was opened ({replaced} times)");
+}

@@ -187,7 +187,7 @@ impl MdsConnection {
 /// Whether the server at `peer` answers a request that needs nothing but its event loop
 /// (the cluster map), on a new connection, within [`PROBE_TIMEOUT`].
 fn server_answers(peer: std::net::SocketAddr) -> bool {
-    MdsConnection::connect_with_timeout(peer, PROBE_TIMEOUT).and_then(|mut c| Ok(c.call(&Request::ClusterMap))).is_ok_and(|r| r.is_ok())
+    MdsConnection::connect_with_timeout(peer, PROBE_TIMEOUT).map(|mut c| c.call(&Request::ClusterMap)).is_ok_and(|r| r.is_ok())
 }
 
 #[cfg(test)]

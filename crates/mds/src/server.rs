@@ -428,19 +428,30 @@ impl Mds {
 
     /// The entry and, for a local inode, its row and layout, from one snapshot; the size then
     /// comes from the objects, a remote inode's attributes from its home server.
+    ///
+    /// The inode can go while its objects are asked for its size; the name is then read again,
+    /// since a rename over it (a `put` replacing a file) gave it another inode and the name
+    /// never stopped existing. If it keeps happening, to this lookup the name was not there.
     fn lookup(&self, parent: InodeId, name: &str) -> Result<Attr, FsError> {
+        const ATTEMPTS: u32 = 5;
         let me = self.server_index();
-        let (entry, local) = self.ns.read(|s| {
-            let entry = s.lookup(parent, name)?;
-            let local = if entry.ino.server() == me { Some(inode_and_layout(s, entry.ino)?) } else { None };
-            Ok((entry, local))
-        })?;
-        let attr = match local {
-            Some((row, layout)) => self.attr_from(row, layout.as_ref()),
-            None => self.peer_attr(entry.ino),
-        };
-        // The inode went after its name was read: to this lookup, the name was not there.
-        attr.map_err(|e| if e == FsError::Stale { FsError::NotFound } else { e })
+        let mut attempt = 1;
+        loop {
+            let (entry, local) = self.ns.read(|s| {
+                let entry = s.lookup(parent, name)?;
+                let local = if entry.ino.server() == me { Some(inode_and_layout(s, entry.ino)?) } else { None };
+                Ok((entry, local))
+            })?;
+            let attr = match local {
+                Some((row, layout)) => self.attr_from(row, layout.as_ref()),
+                None => self.peer_attr(entry.ino),
+            };
+            match attr {
+                Err(FsError::Stale) if attempt < ATTEMPTS => attempt += 1,
+                Err(FsError::Stale) => return Err(FsError::NotFound),
+                other => return other,
+            }
+        }
     }
 
     fn mkdir(&self, parent: InodeId, name: &str, new: &NewInode) -> Result<Attr, FsError> {

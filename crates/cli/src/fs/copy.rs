@@ -14,6 +14,7 @@ use tessera_client::{Attr, Client, File, FileType};
 use super::interrupt::Interrupt;
 use super::mode::process_umask;
 use super::parallel;
+use super::replaced::read_latest;
 use super::transfer::{store, Share, Source};
 use super::trees::{make_remote_dir, replace_remote_link, walk_remote, Plan};
 use super::{each_path, ClusterArg};
@@ -91,7 +92,13 @@ pub fn copy_tree(client: &Client, from: &str, to: &str, mode: u32, workers: usiz
     result
 }
 
+/// Copies `from` to `to`, starting over if another client replaces `from` meanwhile (the
+/// destination is only replaced once a copy is whole, so a restart leaves nothing behind).
 fn copy_file(client: &Client, from: &str, to: &str, mode: u32, share: Share) -> Result<()> {
+    read_latest(from, || true, || copy_file_once(client, from, to, mode, share))
+}
+
+fn copy_file_once(client: &Client, from: &str, to: &str, mode: u32, share: Share) -> Result<()> {
     let file = client.open(from)?;
     if let Ok(existing) = client.lookup_followed(to) {
         if existing.ino == file.ino() {

@@ -14,6 +14,7 @@ pub mod objects;
 pub mod owner;
 pub mod parallel;
 pub mod repair;
+pub mod replaced;
 pub mod sparse;
 pub mod stripe;
 pub mod temporary;

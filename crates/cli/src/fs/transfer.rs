@@ -1,6 +1,7 @@
 //! `put`, `get` and `cat`: whole-file copies between the local file system and Tessera, in
 //! large striped pieces, with a progress bar on a terminal.
 
+use std::cell::Cell;
 use std::fs::File as LocalFile;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -14,6 +15,7 @@ use tessera_client::{extent_list, Client, FileType, FsError, Mode, StripeHint};
 use super::interrupt::Interrupt;
 use super::local_out::LocalOut;
 use super::mode::process_umask;
+use super::replaced::{read_latest, Counted};
 use super::ClusterArg;
 use crate::units::parse_size;
 
@@ -178,10 +180,10 @@ pub(super) fn store(client: &Client, source: Source<'_>, remote: &str, new_mode:
         client.rename(&temp, remote)?;
         Ok(n)
     });
-    copied.or_else(|e| {
+    copied.map_err(|e| {
         // The destination is as it was; the partial copy goes.
         let _ = client.unlink(&temp);
-        Err(e.context(format!("{verb} {name} -> {remote} (the destination is unchanged)")))
+        e.context(format!("{verb} {name} -> {remote} (the destination is unchanged)"))
     })
 }
 
@@ -291,24 +293,36 @@ pub fn get(args: GetArgs) -> Result<()> {
         other => other?,
     };
     let pieces = args.pieces.as_deref().map(load_pieces).transpose()?;
+    // Another client's put may replace the file while it is read; the read then starts over
+    // on the file the name holds now (`replaced`), so the first open is only used once.
+    let mut opened = Some(file);
+    let mut open = || -> Result<tessera_client::File> { Ok(match opened.take() { Some(f) => f, None => client.open(&args.remote)? }) };
     if local.as_os_str() == "-" {
-        let mut out = io::stdout().lock();
-        let written = match pieces {
-            Some(extents) => read_pieces(&file, &extents, &mut out),
-            None => copy_out(&file, &mut out, Share::Alone, true, None),
-        };
+        let given = Cell::new(0);
+        let mut out = Counted::new(io::stdout().lock(), &given);
+        let written = read_latest(&args.remote, || given.get() == 0, || {
+            let file = open()?;
+            match &pieces {
+                Some(extents) => read_pieces(&file, extents, &mut out),
+                None => copy_out(&file, &mut out, Share::Alone, true, None),
+            }
+        });
         return written.and_then(|_| Ok(out.flush()?)).with_context(|| format!("get {} -> standard output", args.remote));
     }
     // Written beside the destination and renamed over it when whole (`LocalOut`); a new
     // file takes the Tessera file's mode less the umask, as cp(1) gives a new copy.
-    let mode = client.lookup_followed(&args.remote)?.mode & 0o7777 & !process_umask();
-    let mut out = LocalOut::create(&local, mode)?;
     let interrupt = Interrupt::catch()?;
-    let written = match pieces {
-        Some(extents) => read_pieces(&file, &extents, &mut out),
-        None => copy_out(&file, &mut out, Share::Alone, true, Some(interrupt)),
-    }
-    .and_then(|n| out.finish().map(|()| n))
+    let written = read_latest(&args.remote, || true, || {
+        let file = open()?;
+        let mode = client.lookup_followed(&args.remote)?.mode & 0o7777 & !process_umask();
+        let mut out = LocalOut::create(&local, mode)?;
+        let n = match &pieces {
+            Some(extents) => read_pieces(&file, extents, &mut out),
+            None => copy_out(&file, &mut out, Share::Alone, true, Some(interrupt)),
+        }?;
+        out.finish()?;
+        Ok(n)
+    })
     .with_context(|| format!("get {} -> {} (the destination is unchanged)", args.remote, local.display()))?;
     eprintln!("get {} -> {}: {written} bytes", args.remote, local.display());
     Ok(())
@@ -318,8 +332,12 @@ pub fn cat(args: CatArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
     let mut out = io::stdout().lock();
     super::each_path("cat", &args.paths, |path| {
-        let file = client.open(path)?;
-        copy_out(&file, &mut out, Share::Alone, false, None).and_then(|_| Ok(out.flush()?)).with_context(|| format!("cat {path} to standard output"))
+        // Started over if the file is replaced before any of it is out (`replaced`).
+        let given = Cell::new(0);
+        let mut counted = Counted::new(&mut out, &given);
+        read_latest(path, || given.get() == 0, || copy_out(&client.open(path)?, &mut counted, Share::Alone, false, None))
+            .and_then(|_| Ok(out.flush()?))
+            .with_context(|| format!("cat {path} to standard output"))
     })
 }
 

@@ -17,6 +17,7 @@ use super::interrupt::Interrupt;
 use super::local_out::LocalOut;
 use super::mode::process_umask;
 use super::parallel;
+use super::replaced::read_latest;
 use super::transfer::{copy_out, progress, store, Share, Source};
 
 /// What a tree copy did (files and bytes counted as they complete).
@@ -167,11 +168,15 @@ pub fn get_tree(client: &Client, remote: &str, local: &Path, workers: usize, don
     let interrupt = Interrupt::catch()?;
     let result = parallel::for_each(workers, &plan.files, |(from, to, mode, _)| {
         interrupt.check()?;
-        let file = client.open(from)?;
-        let mut out = LocalOut::create(to, mode & !process_umask())?;
-        let n = copy_out(&file, &mut out, Share::InTree, false, Some(interrupt))
-            .and_then(|n| out.finish().map(|()| n))
-            .with_context(|| format!("get {from} -> {}", to.display()))?;
+        // Started over on the new file if another client replaces this one meanwhile.
+        let n = read_latest(from, || true, || {
+            let file = client.open(from)?;
+            let mut out = LocalOut::create(to, mode & !process_umask())?;
+            let n = copy_out(&file, &mut out, Share::InTree, false, Some(interrupt))?;
+            out.finish()?;
+            Ok(n)
+        })
+        .with_context(|| format!("get {from} -> {}", to.display()))?;
         done.bytes.fetch_add(n, Ordering::Relaxed);
         done.files.fetch_add(1, Ordering::Relaxed);
         bar.inc(n);
