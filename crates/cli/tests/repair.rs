@@ -128,3 +128,62 @@ fn repair_reports_the_sources_a_killed_mv_left_aside_and_keeps_them() {
     assert!(!out.status.success() && text(&out.stderr).contains("unknown duration unit"), "{}", text(&out.stderr));
     cluster.stop().unwrap();
 }
+
+/// Goal: what a cross-server mkdir or rmdir cut short leaves (each is two steps on two metadata
+/// servers) is found by `repair` and removed with `--remove`: a directory inode that no entry
+/// names (once older than `--older-than`, so a mkdir still between its steps is left alone),
+/// and an entry naming a directory that is gone, which until then hides from listings and
+/// makes a mkdir of its name fail with EEXIST. Method: a real cluster with two metadata
+/// servers; the first step of each sent by hand to server 1, as a server would send it before
+/// stopping.
+#[test]
+fn repair_finds_the_halves_of_cross_server_mkdirs_and_rmdirs() {
+    use tessera_mds_proto::request::NewInode;
+    use tessera_mds_proto::{InodeId, MdsConnection, Reply, Request};
+
+    let dir = tempfile::Builder::new().prefix("tessera-repair-split-").tempdir().unwrap();
+    let cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &ClusterSpec { mds: 2, ..ClusterSpec::new(1) }).unwrap();
+    let client = Client::connect(cluster.config()).unwrap();
+    let on1 = (0..32)
+        .map(|i| format!("/d{i}"))
+        .find(|p| {
+            client.mkdir(p, 0o755).unwrap();
+            client.lstat(p).unwrap().ino.server() == 1
+        })
+        .expect("a directory homed on server 1");
+    client.mkdir(&format!("{on1}/kept"), 0o755).unwrap();
+    let gone = client.lstat(&on1).unwrap().ino;
+    client.rmdir(&format!("{on1}/kept")).unwrap();
+
+    let mut server1 = MdsConnection::connect_with_timeout(cluster.config().mds[1].addr.as_str(), std::time::Duration::from_secs(10)).unwrap();
+    // An rmdir's first step: the inode goes on its home server; the entry on server 0 stays.
+    assert_eq!(server1.call(&Request::PeerRemoveDir { ino: gone }).unwrap(), Ok(Reply::Done));
+    // A mkdir's first step: the inode is made on server 1; no entry ever names it.
+    let made = match server1.call(&Request::PeerCreateDir { parent: InodeId::ROOT, new: NewInode { mode: 0o755, uid: 0, gid: 0 }, stripe: None }).unwrap() {
+        Ok(Reply::Attr(a)) => a.ino,
+        other => panic!("{other:?}"),
+    };
+    let name = &on1[1..];
+    assert!(!client.readdir("/").unwrap().iter().any(|e| e.name == name), "the entry hides from listings");
+    assert_eq!(client.mkdir(&on1, 0o755).unwrap_err().fs_error(), Some(tessera_client::FsError::Exists), "and holds its name");
+
+    let file = cluster.cluster_file();
+    let out = run(&["repair"], Some(&file));
+    let report = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(report.contains(&format!("mds0: 1 entry(ies) naming a directory that is gone (an rmdir cut short) found\n  '{name}' in directory 0x1 -> inode {:#x} (metadata server 1)\n", gone.0)), "{report}");
+    assert!(!report.contains(&format!("{:#x}\n", made.0)), "made moments ago, as by a mkdir still running: {report}");
+
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let out = run(&["repair", "--remove", "--older-than", "1s"], Some(&file));
+    let report = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(report.contains(&format!("mds1: 1 directory inode(s) that no entry names (a mkdir cut short) removed\n  inode {:#x}\n", made.0)), "{report}");
+    assert!(report.contains("repair: 1 unnamed directory inode(s), 1 entry(ies) naming a gone directory removed"), "{report}");
+    assert_eq!(server1.call(&Request::GetAttr { ino: made }).unwrap(), Err(tessera_client::FsError::Stale), "the unnamed inode is gone");
+
+    client.mkdir(&on1, 0o755).unwrap();
+    let out = run(&["repair"], Some(&file));
+    assert!(text(&out.stdout).contains("repair: every directory split across metadata servers is whole"), "{}", text(&out.stdout));
+    cluster.stop().unwrap();
+}

@@ -47,6 +47,12 @@ pub struct RepairReport {
     pub orphans: Vec<tessera_mds_proto::ObjectRef>,
     /// How many there were in all.
     pub found: u64,
+    /// Directory inodes homed on this server that no entry names (a cross-server mkdir cut
+    /// short), at most `limits::FAULTS_LISTED_MAX`.
+    pub unlinked: Vec<InodeId>,
+    /// Entries on this server naming a directory its home server no longer has (a
+    /// cross-server rmdir cut short), at most `limits::FAULTS_LISTED_MAX`.
+    pub dangling: Vec<tessera_mds_proto::DanglingEntry>,
 }
 
 pub(crate) struct Inner {
@@ -493,12 +499,14 @@ impl Client {
 
     /// Asks every metadata server for the objects in its id range on the OSDs that no file,
     /// precreated range or removal journal accounts for (orphans, e.g. after a store was
-    /// restored from an old backup); with `remove`, each server also removes them. One report
-    /// per server, in server order.
-    pub fn repair(&self, remove: bool) -> Result<Vec<RepairReport>, ClientError> {
+    /// restored from an old backup), and for what cross-server mkdirs and rmdirs cut short
+    /// left (directory inodes last changed more than `older_than_secs` ago that no entry
+    /// names, entries naming a gone directory); with `remove`, each server also removes them.
+    /// One report per server, in server order.
+    pub fn repair(&self, remove: bool, older_than_secs: u64) -> Result<Vec<RepairReport>, ClientError> {
         (0..self.inner.mds.server_count())
-            .map(|server| match self.inner.mds.call(server, "/", Request::Repair { remove })? {
-                Ok(Reply::Repair { orphans, found }) => Ok(RepairReport { server, orphans, found }),
+            .map(|server| match self.inner.mds.call(server, "/", Request::Repair { remove, older_than_secs })? {
+                Ok(Reply::Repair { orphans, found, unlinked, dangling }) => Ok(RepairReport { server, orphans, found, unlinked, dangling }),
                 Ok(other) => Err(self.inner.unexpected(InodeId::new(server, 1), "repair", &other)),
                 Err(source) => Err(ClientError::Fs { op: "repair", path: "/".into(), source }),
             })

@@ -302,7 +302,7 @@ mod tests {
     fn a_repair_outlasts_the_reply_timeout_while_its_server_answers() {
         let (addr, server) = slow_server(Duration::from_secs(6));
         let mut conn = MdsConnection::connect_with_timeout(addr, Duration::from_secs(4)).unwrap();
-        let got = conn.call(&Request::Repair { remove: false });
+        let got = conn.call(&Request::Repair { remove: false, older_than_secs: 3600 });
         assert!(matches!(got, Ok(Err(FsError::NotFound))), "the repair got its answer: {got:?}");
         server.join().unwrap();
 

@@ -28,6 +28,10 @@ pub const ADDR_LEN_MAX: usize = 256;
 /// Orphans one REPAIR reply lists (it also gives how many were found in all).
 pub const ORPHANS_LISTED_MAX: u32 = 4096;
 
+/// Namespace faults of each kind one REPAIR reply lists (directory inodes without a name,
+/// entries naming a gone directory); more are found by running it again after a removal.
+pub const FAULTS_LISTED_MAX: u32 = 1024;
+
 /// Encoded size of an [`crate::Attr`] (see `types.rs`), used for the page bound below.
 pub const ATTR_WIRE_LEN: usize = 8 + 1 + 4 * 4 + 8 + 3 * 12 + 8;
 
@@ -38,5 +42,5 @@ const _: () = assert!((OSDS_MAX as usize + SERVERS_MAX as usize) * (2 + ADDR_LEN
 // A file layout naming every OSD fits in a frame.
 const _: () = assert!((STRIPE_COUNT_MAX as usize) * 12 + 64 < FRAME_LEN_MAX);
 const _: () = assert!(SERVERS_MAX <= 64);
-// A REPAIR reply listing the most orphans fits in a frame.
-const _: () = assert!((ORPHANS_LISTED_MAX as usize) * 12 + 64 < FRAME_LEN_MAX);
+// A REPAIR reply listing the most orphans and faults fits in a frame.
+const _: () = assert!((ORPHANS_LISTED_MAX as usize) * 12 + (FAULTS_LISTED_MAX as usize) * (8 + 8 + 2 + NAME_LEN_MAX + 8) + 64 < FRAME_LEN_MAX);

@@ -6,8 +6,8 @@
 use crate::error::{DecodeError, FsError};
 use crate::grant::{decode_grant, encode_grant, Grant};
 use crate::usage::{decode_usage, encode_usage, OsdUsage};
-use crate::limits::{ORPHANS_LISTED_MAX, OSDS_MAX, READDIR_ENTRIES_MAX, SYMLINK_LEN_MAX};
-use crate::types::{Attr, ClusterMap, DirEntry, FileLayout, ObjectRef, StatFs, StripeHint};
+use crate::limits::{FAULTS_LISTED_MAX, ORPHANS_LISTED_MAX, OSDS_MAX, READDIR_ENTRIES_MAX, SYMLINK_LEN_MAX};
+use crate::types::{Attr, ClusterMap, DanglingEntry, DirEntry, FileLayout, InodeId, ObjectRef, StatFs, StripeHint};
 use crate::wire::{Reader, Writer};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,8 +31,10 @@ pub enum Reply {
     /// OsdUsage: one entry per OSD of the cluster map.
     OsdUsage(Vec<OsdUsage>),
     /// Repair: the orphans found (the first [`ORPHANS_LISTED_MAX`] of them) and how many there
-    /// were in all.
-    Repair { orphans: Vec<ObjectRef>, found: u64 },
+    /// were in all; directory inodes homed here that no entry names (`unlinked`) and entries
+    /// here naming a directory its home server no longer has (`dangling`), the first
+    /// [`FAULTS_LISTED_MAX`] of each.
+    Repair { orphans: Vec<ObjectRef>, found: u64, unlinked: Vec<InodeId>, dangling: Vec<DanglingEntry> },
     /// OsdsDown: OSD indices in ascending order.
     OsdsDown(Vec<u32>),
 }
@@ -132,7 +134,7 @@ impl Reply {
                 w.u8(tag::OSD_USAGE);
                 encode_usage(u, w);
             }
-            Reply::Repair { orphans, found } => {
+            Reply::Repair { orphans, found, unlinked, dangling } => {
                 w.u8(tag::REPAIR);
                 w.count(orphans.len(), ORPHANS_LISTED_MAX);
                 for o in orphans {
@@ -140,6 +142,14 @@ impl Reply {
                     w.u64(o.object_id);
                 }
                 w.u64(*found);
+                w.count(unlinked.len(), FAULTS_LISTED_MAX);
+                for ino in unlinked {
+                    w.u64(ino.0);
+                }
+                w.count(dangling.len(), FAULTS_LISTED_MAX);
+                for d in dangling {
+                    d.encode(w);
+                }
             }
             Reply::OsdsDown(osds) => {
                 w.u8(tag::OSDS_DOWN);
@@ -192,7 +202,17 @@ impl Reply {
                     // More listed than found: the counts contradict each other.
                     return Err(DecodeError::Invalid { what: "orphan count", at });
                 }
-                Reply::Repair { orphans, found }
+                let n = r.count("unlinked directories", FAULTS_LISTED_MAX, 8)?;
+                let mut unlinked = Vec::with_capacity(n);
+                for _ in 0..n {
+                    unlinked.push(InodeId(r.u64()?));
+                }
+                let n = r.count("dangling entries", FAULTS_LISTED_MAX, DanglingEntry::MIN_WIRE_LEN)?;
+                let mut dangling = Vec::with_capacity(n);
+                for _ in 0..n {
+                    dangling.push(DanglingEntry::decode(r)?);
+                }
+                Reply::Repair { orphans, found, unlinked, dangling }
             }
             tag::OSDS_DOWN => {
                 let n = r.count("down OSDs", OSDS_MAX, 4)?;

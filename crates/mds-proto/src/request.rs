@@ -58,9 +58,11 @@ pub enum Request {
     /// client may not read itself under capability security).
     OsdUsage,
     /// Lists every OSD's data partition and reports the objects in this server's id range
-    /// that no file, precreated range or removal journal accounts for (orphans); with
-    /// `remove`, journals them for removal too.
-    Repair { remove: bool },
+    /// that no file, precreated range or removal journal accounts for (orphans), and the
+    /// halves cross-server mkdirs and rmdirs left (directory inodes made or changed more than
+    /// `older_than_secs` ago that no entry names; entries naming a gone directory); with
+    /// `remove`, journals the orphans for removal and removes the halves.
+    Repair { remove: bool, older_than_secs: u64 },
     /// The OSDs this server last found unreachable, from its own record (no OSD is asked):
     /// what a client names when the server could not learn a file's size.
     OsdsDown,
@@ -73,6 +75,9 @@ pub enum Request {
     /// `token`, chosen by the sender. Held while a directory moves to another parent, so no
     /// two such moves run at once anywhere; taking a held lock answers `Busy`.
     PeerRenameLock { token: u64, take: bool },
+    /// MDS -> MDS: whether directory `dir`, homed on the receiver, has an entry naming `ino`
+    /// (`Done`, else `NotFound`): how `Repair` tells a directory inode nobody names.
+    PeerHasEntry { dir: InodeId, ino: InodeId },
 }
 
 mod op {
@@ -99,6 +104,7 @@ mod op {
     pub const PEER_CREATE_DIR: u8 = 32;
     pub const PEER_REMOVE_DIR: u8 = 33;
     pub const PEER_RENAME_LOCK: u8 = 34;
+    pub const PEER_HAS_ENTRY: u8 = 35;
 }
 
 fn name(w: &mut Writer, s: &str) {
@@ -128,8 +134,9 @@ impl Request {
                 | Request::StatFs
                 | Request::ClusterMap
                 | Request::OsdUsage
-                | Request::Repair { remove: false }
+                | Request::Repair { remove: false, .. }
                 | Request::OsdsDown
+                | Request::PeerHasEntry { .. }
         )
     }
 
@@ -213,9 +220,15 @@ impl Request {
             R::ClusterMap => w.u8(op::CLUSTER_MAP),
             R::OsdUsage => w.u8(op::OSD_USAGE),
             R::OsdsDown => w.u8(op::OSDS_DOWN),
-            R::Repair { remove } => {
+            R::Repair { remove, older_than_secs } => {
                 w.u8(op::REPAIR);
                 w.bool(*remove);
+                w.u64(*older_than_secs);
+            }
+            R::PeerHasEntry { dir, ino } => {
+                w.u8(op::PEER_HAS_ENTRY);
+                w.u64(dir.0);
+                w.u64(ino.0);
             }
             R::PeerCreateDir { parent, new, stripe } => {
                 w.u8(op::PEER_CREATE_DIR);
@@ -282,9 +295,10 @@ impl Request {
             op::CLUSTER_MAP => R::ClusterMap,
             op::OSD_USAGE => R::OsdUsage,
             op::OSDS_DOWN => R::OsdsDown,
-            op::REPAIR => R::Repair { remove: r.bool()? },
+            op::REPAIR => R::Repair { remove: r.bool()?, older_than_secs: r.u64()? },
             op::PEER_CREATE_DIR => R::PeerCreateDir { parent: ino(r)?, new: NewInode::decode(r)?, stripe: r.option(StripeHint::decode)? },
             op::PEER_RENAME_LOCK => R::PeerRenameLock { token: r.u64()?, take: r.bool()? },
+            op::PEER_HAS_ENTRY => R::PeerHasEntry { dir: ino(r)?, ino: ino(r)? },
             _ => return Err(DecodeError::UnknownTag { what: "request opcode", value: code as u32, at: 0 }),
         })
     }

@@ -362,3 +362,26 @@ impl StatFs {
         Ok(StatFs { files: r.u64()?, directories: r.u64()?, symlinks: r.u64()?, pending_removals: r.u64()? })
     }
 }
+
+/// An entry naming a directory inode that the inode's home server no longer has: what a
+/// cross-server rmdir leaves when it stops between removing the inode and dropping the entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DanglingEntry {
+    pub dir: InodeId,
+    pub name: String,
+    pub ino: InodeId,
+}
+
+impl DanglingEntry {
+    pub const MIN_WIRE_LEN: usize = 8 + 2 + 8;
+
+    pub fn encode(&self, w: &mut Writer) {
+        w.u64(self.dir.0);
+        w.str(&self.name, NAME_LEN_MAX);
+        w.u64(self.ino.0);
+    }
+
+    pub fn decode(r: &mut Reader) -> Result<DanglingEntry, DecodeError> {
+        Ok(DanglingEntry { dir: InodeId(r.u64()?), name: r.str("name", NAME_LEN_MAX)?, ino: InodeId(r.u64()?) })
+    }
+}

@@ -87,7 +87,8 @@ fn request() -> impl Strategy<Value = Request> {
         Just(Request::StatFs),
         Just(Request::ClusterMap),
         Just(Request::OsdUsage),
-        any::<bool>().prop_map(|remove| Request::Repair { remove }),
+        (any::<bool>(), any::<u64>()).prop_map(|(remove, older_than_secs)| Request::Repair { remove, older_than_secs }),
+        (any::<u64>(), any::<u64>()).prop_map(|(d, i)| Request::PeerHasEntry { dir: InodeId(d), ino: InodeId(i) }),
         Just(Request::OsdsDown),
         (ino(), new_inode(), prop::option::of(hint())).prop_map(|(parent, new, stripe)| Request::PeerCreateDir { parent, new, stripe }),
         (any::<u64>(), any::<bool>()).prop_map(|(token, take)| Request::PeerRenameLock { token, take }),
@@ -114,10 +115,18 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
                 .collect()
         )),
         prop::option::of(hint()).prop_map(Reply::DirStripe),
-        (prop::collection::vec(any::<(u32, u64)>(), 0..20), 0u64..1000).prop_map(|(v, extra)| Reply::Repair {
-            found: v.len() as u64 + extra,
-            orphans: v.into_iter().map(|(osd, object_id)| ObjectRef { osd, object_id }).collect(),
-        }),
+        (
+            prop::collection::vec(any::<(u32, u64)>(), 0..20),
+            0u64..1000,
+            prop::collection::vec(any::<u64>(), 0..8),
+            prop::collection::vec((any::<u64>(), name(), any::<u64>()), 0..8)
+        )
+            .prop_map(|(v, extra, unlinked, dangling)| Reply::Repair {
+                found: v.len() as u64 + extra,
+                orphans: v.into_iter().map(|(osd, object_id)| ObjectRef { osd, object_id }).collect(),
+                unlinked: unlinked.into_iter().map(InodeId).collect(),
+                dangling: dangling.into_iter().map(|(dir, name, ino)| DanglingEntry { dir: InodeId(dir), name, ino: InodeId(ino) }).collect(),
+            }),
         prop::collection::btree_set(0u32..1024, 0..10).prop_map(|set| Reply::OsdsDown(set.into_iter().collect())),
         any::<[u64; 4]>().prop_map(|v| Reply::StatFs(StatFs { files: v[0], directories: v[1], symlinks: v[2], pending_removals: v[3] })),
         (prop::collection::vec("[a-z0-9.:]{1,30}", 0..5), prop::collection::vec(("[a-z0-9.:]{1,30}", any::<u64>()), 0..5)).prop_map(

@@ -35,6 +35,8 @@ use crate::security::{file_permissions, fresh_policy_tag, SecurityManager};
 use crate::store::files::{self, CreateError, StripePolicy};
 use crate::store::{InodeRow, Store};
 
+mod split_repair;
+
 /// Directory levels a rename walks up looking for a loop; deeper trees get EIO rather than
 /// an unbounded walk across servers.
 pub const DEPTH_MAX: usize = 4096;
@@ -210,7 +212,10 @@ impl Mds {
     /// and the journal drained, so those whose OSD answers are gone when this returns and the
     /// rest go when it does. An object an unlink removed while the OSDs were being listed can
     /// show up here too: it is gone already, and removing it again is harmless.
-    fn repair_request(&self, remove: bool) -> Result<Reply, FsError> {
+    ///
+    /// It also checks what this server holds of directories split across servers
+    /// (`split_repair.rs`), with `older_than_secs` keeping mkdirs still running out.
+    fn repair_request(&self, remove: bool, older_than_secs: u64) -> Result<Reply, FsError> {
         let orphans = self.repair()?;
         if !orphans.is_empty() {
             tracing::warn!(found = orphans.len(), remove, "repair found objects that no file, precreated range or removal accounts for");
@@ -224,7 +229,10 @@ impl Mds {
         }
         let found = orphans.len() as u64;
         let orphans = orphans.into_iter().take(tessera_mds_proto::limits::ORPHANS_LISTED_MAX as usize).collect();
-        Ok(Reply::Repair { orphans, found })
+        let (mut unlinked, mut dangling) = self.split_faults(remove, older_than_secs)?;
+        unlinked.truncate(tessera_mds_proto::limits::FAULTS_LISTED_MAX as usize);
+        dangling.truncate(tessera_mds_proto::limits::FAULTS_LISTED_MAX as usize);
+        Ok(Reply::Repair { orphans, found, unlinked, dangling })
     }
 
     /// Precreated objects ready per OSD, as last known.
@@ -409,7 +417,8 @@ impl Mds {
             R::ClusterMap => Ok(Reply::ClusterMap(self.config.cluster.clone())),
             R::OsdUsage => self.osd_usage().map(Reply::OsdUsage),
             R::OsdsDown => Ok(Reply::OsdsDown(self.health.down())),
-            R::Repair { remove } => self.repair_request(remove),
+            R::Repair { remove, older_than_secs } => self.repair_request(remove, older_than_secs),
+            R::PeerHasEntry { dir, ino } => self.has_entry(dir, ino).map(|()| Reply::Done),
             R::PeerCreateDir { parent, new, stripe } => {
                 self.ns.write(|s| s.create_dir_inode(parent, &new, stripe, now())).map(|r| Reply::Attr(r.attr(0)))
             }
@@ -485,7 +494,11 @@ impl Mds {
             Ok(_) | Err(FsError::Stale) => {}
             Err(e) => return Err(e),
         }
-        self.ns.write(|s| s.drop_entry(parent, name, remote, now()))
+        // A repair between the two steps may have dropped the entry already.
+        match self.ns.write(|s| s.drop_entry(parent, name, remote, now())) {
+            Err(FsError::NotFound) => Ok(()),
+            other => other,
+        }
     }
 
     /// Create: one step takes the objects from the precreated pools and writes the inode, its

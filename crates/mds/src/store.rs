@@ -13,6 +13,7 @@ pub mod files;
 mod hot;
 pub mod precreate;
 mod rename;
+mod split;
 
 use rusqlite::{params, Connection, OptionalExtension};
 use tessera_mds_proto::limits::{NAME_LEN_MAX, READDIR_ENTRIES_MAX};

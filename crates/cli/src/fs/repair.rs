@@ -3,6 +3,10 @@
 //! keeps unlink and create from leaking; orphans come from outside it, such as a metadata
 //! store restored from an old backup). Reports them, and with `--remove` removes them.
 //!
+//! Each server also checks the directories split across servers: a directory inode nobody
+//! names (a cross-server mkdir cut short, older than `--older-than`), an entry naming a gone
+//! directory (a cross-server rmdir cut short); `--remove` removes both.
+//!
 //! It also walks the namespace for the temporaries of copies that never finished: `put`, `cp`
 //! and `mv` write `.<name>.<command>-<pid>` beside their destination and rename it into place,
 //! and only a client killed outright (SIGKILL, a crash, a lost host) leaves one behind. Those
@@ -21,8 +25,9 @@ use super::ClusterArg;
 
 #[derive(Args)]
 pub struct RepairArgs {
-    /// A copy's temporary not written for this long, or a mv's source renamed aside this long
-    /// ago, belongs to no running command (500ms, 30s, 10m, 2h; a bare number is seconds).
+    /// A copy's temporary not written for this long, a mv's source renamed aside this long
+    /// ago, or a directory inode made this long ago that no entry names, belongs to no running
+    /// command (500ms, 30s, 10m, 2h; a bare number is seconds).
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = crate::units::parse_duration)]
     older_than: Duration,
     /// Remove the orphans found (each server journals them and removes them now, or when their
@@ -35,7 +40,7 @@ pub struct RepairArgs {
 
 pub fn repair(args: RepairArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
-    let reports = client.repair(args.remove)?;
+    let reports = client.repair(args.remove, args.older_than.as_secs())?;
     let mut total = 0;
     for r in &reports {
         total += r.found;
@@ -53,6 +58,7 @@ pub fn repair(args: RepairArgs) -> Result<()> {
         (n, false) => println!("repair: {n} orphan object(s); `tessera repair --remove` removes them"),
         (n, true) => println!("repair: {n} orphan object(s) removed (those on an OSD that does not answer go when it returns)"),
     }
+    report_split_faults(&reports, args.remove);
     let cutoff = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().saturating_sub(args.older_than);
     let (stale, claimed) = stale_temporaries(&client, cutoff.as_secs() as i64)?;
     for (path, size) in &stale {
@@ -78,6 +84,30 @@ pub fn repair(args: RepairArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// What cross-server mkdirs and rmdirs cut short left (`RepairReport::unlinked`, `dangling`).
+fn report_split_faults(reports: &[tessera_client::RepairReport], removed: bool) {
+    let verb = if removed { "removed" } else { "found" };
+    for r in reports.iter().filter(|r| !r.unlinked.is_empty()) {
+        println!("mds{}: {} directory inode(s) that no entry names (a mkdir cut short) {verb}", r.server, r.unlinked.len());
+        for ino in &r.unlinked {
+            println!("  inode {:#x}", ino.0);
+        }
+    }
+    for r in reports.iter().filter(|r| !r.dangling.is_empty()) {
+        println!("mds{}: {} entry(ies) naming a directory that is gone (an rmdir cut short) {verb}", r.server, r.dangling.len());
+        for e in &r.dangling {
+            println!("  '{}' in directory {:#x} -> inode {:#x} (metadata server {})", e.name, e.dir.0, e.ino.0, e.ino.server());
+        }
+    }
+    let unlinked: usize = reports.iter().map(|r| r.unlinked.len()).sum();
+    let dangling: usize = reports.iter().map(|r| r.dangling.len()).sum();
+    match (unlinked + dangling, removed) {
+        (0, _) => println!("repair: every directory split across metadata servers is whole"),
+        (_, false) => println!("repair: {unlinked} unnamed directory inode(s), {dangling} entry(ies) naming a gone directory; `tessera repair --remove` removes them"),
+        (_, true) => println!("repair: {unlinked} unnamed directory inode(s), {dangling} entry(ies) naming a gone directory removed"),
+    }
 }
 
 /// `1h`, `90s`: how `--older-than` reads back.
