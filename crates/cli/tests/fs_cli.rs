@@ -477,6 +477,19 @@ fn refused_commands_change_nothing_and_put_replaces_whole() {
     assert_eq!(std::fs::read(&back).unwrap(), pattern(3, 300_000));
     assert_eq!(stdout(&c.ok(&["ls", "-A", "/"])), "dir\nf\nstriped\n", "no temporary left behind");
 
+    // A file no one may write is not copied over (as a write to it would be refused), by put
+    // or cp; once it has a write bit it is.
+    c.ok(&["chmod", "444", "/f"]);
+    let err = c.fails(&["put", newer.to_str().unwrap(), "/f"]);
+    assert!(err.contains("cannot put over /f: permission denied (its mode 0444 has no write bit"), "{err}");
+    let err = c.fails(&["cp", "/striped", "/f"]);
+    assert!(err.contains("cannot cp over /f: permission denied"), "{err}");
+    assert_eq!(c.ok(&["cat", "/f"]).stdout, b"precious local bytes");
+    c.ok(&["chmod", "u+w", "/f"]);
+    c.ok(&["cp", "/striped", "/f"]);
+    assert_eq!(c.ok(&["cat", "/f"]).stdout, pattern(3, 300_000));
+    assert_eq!(stdout(&c.ok(&["ls", "-A", "/"])), "dir\nf\nstriped\n", "no temporary left behind");
+
     // A parent and child homed on different servers: the move would have to copy.
     c.ok(&["mkdir", "-p", "/p/./q/../q/r"]);
     c.ok(&["put", l, "/p/q/r/x"]);

@@ -157,9 +157,16 @@ pub(super) fn store(client: &Client, source: Source<'_>, remote: &str, new_mode:
     let (target, mode) = match client.open(remote) {
         Ok(_) if hint.is_some() => bail!("{remote} exists and its layout is fixed; remove it first to restripe"),
         Ok(old) => {
+            let mode = client.lookup(remote)?.mode;
+            // The new file replaces the old by a rename, which the old one's mode does not
+            // govern; but a copy over a file is a write to it, as cp(1) opens it for writing,
+            // so a file no one may write is refused as a write through a handle would be.
+            if mode & 0o222 == 0 {
+                bail!("cannot {} over {remote}: permission denied (its mode {:04o} has no write bit; `tessera chmod u+w {remote}` first, or remove it)", source.verb, mode & 0o7777);
+            }
             let s = &old.layout().stripe;
             let same = StripeHint { stripe_unit: s.stripe_unit(), stripe_count: s.stripe_count(), start_osd: None };
-            (Some(same), client.lookup(remote)?.mode)
+            (Some(same), mode)
         }
         Err(e) if e.fs_error() == Some(FsError::NotFound) => (hint, new_mode),
         Err(e) => return Err(e.into()),
