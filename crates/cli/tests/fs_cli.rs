@@ -382,6 +382,15 @@ fn get_pieces_reads_an_extent_list_in_list_order() {
     assert!(err.contains("line 2"), "the error names the line: {err}");
 }
 
+/// Two top-level directories, homed on server 0 and on server 1 of a two-server cluster.
+fn dirs_on_both_servers(c: &UpCluster) -> (String, String) {
+    for i in 0..8 {
+        c.ok(&["mkdir", &format!("/d{i}")]);
+    }
+    let on = |server: u32| (0..8).map(|i| format!("/d{i}")).find(|d| home_server(c, d) == server).expect("a directory on each server");
+    (on(0), on(1))
+}
+
 /// The metadata server a path's inode lives on, from `tessera stat`.
 fn home_server(c: &UpCluster, path: &str) -> u32 {
     let out = stdout(&c.ok(&["stat", path]));
@@ -396,11 +405,7 @@ fn home_server(c: &UpCluster, path: &str) -> u32 {
 #[test]
 fn mv_across_metadata_servers_copies_and_removes() {
     let c = UpCluster::start_with(2, 2);
-    for i in 0..8 {
-        c.ok(&["mkdir", &format!("/d{i}")]);
-    }
-    let on = |server: u32| (0..8).map(|i| format!("/d{i}")).find(|d| home_server(&c, d) == server).expect("a directory on each server");
-    let (here, there) = (on(0), on(1));
+    let (here, there) = dirs_on_both_servers(&c);
 
     let work = tempfile::tempdir().unwrap();
     let local = work.path().join("f");
@@ -816,11 +821,7 @@ fn trees_go_in_and_come_back_whole() {
 #[test]
 fn racing_moves_between_servers_leave_the_losers_destination_alone() {
     let c = UpCluster::start_with(2, 2);
-    for i in 0..8 {
-        c.ok(&["mkdir", &format!("/d{i}")]);
-    }
-    let on = |server: u32| (0..8).map(|i| format!("/d{i}")).find(|d| home_server(&c, d) == server).expect("a directory on each server");
-    let (here, there) = (on(0), on(1));
+    let (here, there) = dirs_on_both_servers(&c);
     let work = tempfile::tempdir().unwrap();
     let (payload, precious) = (work.path().join("payload"), work.path().join("precious"));
     std::fs::write(&payload, pattern(1, 300_000)).unwrap();

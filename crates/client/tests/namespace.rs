@@ -376,14 +376,7 @@ fn crossing_directory_renames_never_make_a_cycle() {
         assert!(!(first.is_ok() && second.is_ok()), "round {round}: both crossing renames succeeded");
         both_refused += usize::from(first.is_err() && second.is_err());
         // Whatever happened, both directories hang below `top`.
-        let mut reachable = Vec::new();
-        let mut queue = vec![top.clone()];
-        while let Some(dir) = queue.pop() {
-            for e in one.readdir(&dir).unwrap() {
-                reachable.push(e.attr.ino);
-                queue.push(format!("{dir}/{}", e.name));
-            }
-        }
+        let reachable = reachable_below(&one, &top);
         assert!(reachable.contains(&a) && reachable.contains(&b), "round {round}: {first:?} {second:?}; reachable {reachable:?}");
     }
     assert!(both_refused < 300, "some rounds must move a directory");
@@ -437,14 +430,20 @@ fn crossing_moves_on_two_servers_never_make_a_cycle() {
             (first.join().unwrap(), second.join().unwrap())
         });
         assert!(!(first.is_ok() && second.is_ok()), "round {round}: both crossing moves succeeded");
-        let mut reachable = Vec::new();
-        let mut queue = vec![top.clone()];
-        while let Some(dir) = queue.pop() {
-            for e in one.readdir(&dir).unwrap() {
-                reachable.push(e.attr.ino);
-                queue.push(format!("{dir}/{}", e.name));
-            }
-        }
+        let reachable = reachable_below(&one, &top);
         assert!(reachable.contains(&xi) && reachable.contains(&yi), "round {round}: {first:?} {second:?}");
     }
+}
+
+/// Every inode reachable from directory `top` by walking down its entries.
+fn reachable_below(client: &tessera_client::Client, top: &str) -> Vec<tessera_client::InodeId> {
+    let mut reachable = Vec::new();
+    let mut queue = vec![top.to_string()];
+    while let Some(dir) = queue.pop() {
+        for e in client.readdir(&dir).unwrap() {
+            reachable.push(e.attr.ino);
+            queue.push(format!("{dir}/{}", e.name));
+        }
+    }
+    reachable
 }
