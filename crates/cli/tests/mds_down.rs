@@ -1,8 +1,8 @@
 //! Goal: with one metadata server of two stopped, what the other holds still works: a listing
 //! of a directory it holds names every entry (those homed on the stopped server with their type
 //! only, `ls -l` showing `?` for the rest as ls(1) does for what it cannot stat, and then
-//! failing), and an operation that needs the stopped server says a metadata server did not
-//! answer, not that an OSD or the store failed.
+//! failing), an operation that needs the stopped server says a metadata server did not
+//! answer, not that an OSD or the store failed, and a mkdir under a live parent works.
 //! Method: a real cluster (two `tessera mds`, two `tessera osd`); directories made until both
 //! servers home some; one server stopped; the library and the `tessera` command against it.
 
@@ -65,6 +65,16 @@ fn with_a_metadata_server_down_listings_still_name_its_entries() {
     }
     let err = text(&out.stderr);
     assert!(err.contains(&format!("the attributes of {} entries could not be read: a metadata server did not answer", on1.len())), "{err}");
+
+    // New directories under a live parent go on the live server, whatever placement chose.
+    for i in 0..8 {
+        let path = format!("/new{i}");
+        client.mkdir(&path, 0o755).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(client.lstat(&path).unwrap().ino.server(), 0);
+        client.mkdir(&format!("{path}/below"), 0o755).unwrap();
+    }
+    let out = run(&["mkdir", &format!("{}/new", on0[0])], Some(&file));
+    assert!(out.status.success(), "{}", text(&out.stderr));
 
     let out = run(&["stat", &on1[0]], Some(&file));
     assert!(!out.status.success() && text(&out.stderr).contains("a metadata server did not answer"), "{}", text(&out.stderr));

@@ -130,8 +130,9 @@ fn data_time(ms: u64) -> Timespec {
     Timespec::from_nanos((ms as i64).saturating_mul(1_000_000))
 }
 
-/// FNV-1a over the parent id and the name: stable across builds and machines, unlike std's
-/// hasher, because every server and client must agree on where a directory lives.
+/// The server a new directory is homed on: FNV-1a over the parent id and the name, stable
+/// across builds and machines, unlike std's hasher, so a tree spreads the same way whoever
+/// makes it. Only a mkdir asks; afterwards the directory's id says where it lives.
 pub fn placement(parent: InodeId, name: &str, servers: u32) -> u32 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in parent.0.to_be_bytes().iter().chain(name.as_bytes()) {
@@ -472,9 +473,17 @@ impl Mds {
             s.check_can_add(parent, name)?;
             s.dir_stripe(parent)
         })?;
-        let attr = match self.peer(home, Request::PeerCreateDir { parent, new: *new, stripe })? {
-            Reply::Attr(a) => a,
-            _ => return Err(FsError::Io),
+        let attr = match self.peer(home, Request::PeerCreateDir { parent, new: *new, stripe }) {
+            Ok(Reply::Attr(a)) => a,
+            Ok(_) => return Err(FsError::Io),
+            // Placement spreads directories; it is not where anyone looks for one (an id names
+            // its home). With the chosen server down, the directory is made here beside its
+            // entry, so a mkdir under a live parent works while another server is down.
+            Err(FsError::PeerDown) => {
+                tracing::info!(home, name, "placing a new directory here: its chosen server did not answer");
+                return self.ns.write(|s| s.mkdir(parent, name, new, now())).map(|r| r.attr(0));
+            }
+            Err(e) => return Err(e),
         };
         if let Err(e) = self.ns.write(|s| s.link_entry(parent, name, attr.ino, FileType::Directory, now())) {
             // Lost a race for the name: take back the inode we had made.
