@@ -144,6 +144,7 @@ pub struct LocalCluster {
     daemons: Vec<(DaemonRecord, Daemon)>,
     /// OSDs stopped by [`LocalCluster::stop_osd`], to start again.
     stopped_osds: Vec<DaemonRecord>,
+    stopped_mds: Vec<DaemonRecord>,
 }
 
 impl LocalCluster {
@@ -189,13 +190,26 @@ impl LocalCluster {
             daemons.push(spawn_mds(exe, dir, spec, i as u32, addr)?);
         }
         daemons.extend(osd_daemons);
-        Ok(LocalCluster { dir: dir.to_path_buf(), exe: exe.to_path_buf(), spec: spec.clone(), config, daemons, stopped_osds: Vec::new() })
+        Ok(LocalCluster { dir: dir.to_path_buf(), exe: exe.to_path_buf(), spec: spec.clone(), config, daemons, stopped_osds: Vec::new(), stopped_mds: Vec::new() })
     }
 
-    /// Stops metadata server `index` gracefully, leaving the other daemons running.
+    /// Stops metadata server `index` gracefully, leaving the other daemons running;
+    /// [`LocalCluster::start_mds`] brings it back on the same store and address.
     pub fn stop_mds(&mut self, index: u32) -> Result<()> {
         let at = self.mds_position(index)?;
-        self.daemons.remove(at).1.stop()
+        let (record, daemon) = self.daemons.remove(at);
+        daemon.stop()?;
+        self.stopped_mds.push(record);
+        Ok(())
+    }
+
+    /// Starts a stopped metadata server again on its store and address; returns once it is ready.
+    pub fn start_mds(&mut self, index: u32) -> Result<()> {
+        let at = self.stopped_mds.iter().position(|r| r.index == index).with_context(|| format!("metadata server {index} is not stopped"))?;
+        let record = self.stopped_mds.remove(at);
+        let started = spawn_mds(&self.exe, &self.dir, &self.spec, index, &record.addr)?;
+        self.daemons.push(started);
+        Ok(())
     }
 
     fn mds_position(&self, index: u32) -> Result<usize> {

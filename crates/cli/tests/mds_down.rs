@@ -82,3 +82,53 @@ fn with_a_metadata_server_down_listings_still_name_its_entries() {
     assert_eq!(text(&out.stdout), "data", "{}", text(&out.stderr));
     cluster.stop().unwrap();
 }
+
+/// Goal: a `mv` between metadata servers that fails because the source's server stops says
+/// what is true afterwards: the source is left renamed aside (with the command that puts it
+/// back) and the partial copy could not be removed, where it used to say that the copy was
+/// removed and the source unchanged. Once the server is back, that command restores the file
+/// whole. Method: a real cluster (two `tessera mds`); server 0 (the root's, so every path
+/// walk's) stopped while `tessera mv` copies a 96 MiB file to a directory on server 1.
+#[test]
+fn a_move_cut_short_by_a_stopped_server_says_where_everything_is() {
+    let dir = tempfile::Builder::new().prefix("tessera-mds-down-mv-").tempdir().unwrap();
+    let mut cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &ClusterSpec { mds: 2, ..ClusterSpec::new(2) }).unwrap();
+    let client = Client::connect(cluster.config()).unwrap();
+    let there = (0..16)
+        .map(|i| format!("/d{i}"))
+        .find(|p| {
+            client.mkdir(p, 0o755).unwrap();
+            client.lstat(p).unwrap().ino.server() == 1
+        })
+        .expect("a directory homed on server 1");
+    let data: Vec<u8> = (0..96u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    client.create("/big", 0o644, None).unwrap().pwrite(0, &data).unwrap();
+    let file = cluster.cluster_file();
+
+    let mv = std::process::Command::new(tessera_exe())
+        .args(["mv", "/big", &format!("{there}/big")])
+        .env("TESSERA_CLUSTER", &file)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let copying = std::time::Instant::now();
+    while !client.readdir(&there).unwrap().iter().any(|e| e.name.starts_with(".big.tessera-mv-")) {
+        assert!(copying.elapsed() < std::time::Duration::from_secs(60), "the copy never started");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    cluster.stop_mds(0).unwrap();
+    let out = mv.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "the move cannot finish without server 0");
+    assert!(!err.contains("); /big is as it was") && !err.contains("is removed"), "{err}");
+    assert!(err.contains("could not be renamed back") && err.contains("put it back with `tessera mv '/.big.tessera-mv-src-"), "{err}");
+    assert!(err.contains("the partial copy") && err.contains("could not be removed"), "{err}");
+
+    cluster.start_mds(0).unwrap();
+    let put_back = err.split("put it back with `tessera ").nth(1).unwrap().split('`').next().unwrap();
+    let args: Vec<&str> = put_back.split(' ').map(|a| a.trim_matches('\'')).collect();
+    let out = run(&args, Some(&file));
+    assert!(out.status.success(), "`tessera {put_back}`: {}", text(&out.stderr));
+    assert!(client.open("/big").unwrap().read_to_end().unwrap() == data, "the source is whole under its name");
+    cluster.stop().unwrap();
+}

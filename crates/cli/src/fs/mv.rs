@@ -85,9 +85,12 @@ fn move_path(client: &Client, from: &str, to: &str) -> Result<()> {
         })(),
         FileType::Directory => move_directory(client, &claimed, to, &attr),
     };
+    // Each part of the message says what is true now: the source is back, or where it is.
     moved.map_err(|e| match client.rename(&claimed, from) {
-        Ok(()) => e.context(format!("moving {from} to {to} (another metadata server)")),
-        Err(back) => e.context(format!("moving {from} to {to} (another metadata server); {from} is left as {claimed}, which could not be renamed back: {back}")),
+        Ok(()) => e.context(format!("moving {from} to {to} (another metadata server); {from} is as it was")),
+        Err(back) => e.context(format!(
+            "moving {from} to {to} (another metadata server); {from} is left as {claimed}, which could not be renamed back ({back}); put it back with `tessera mv '{claimed}' '{from}'`"
+        )),
     })
 }
 
@@ -163,8 +166,14 @@ fn copy_then_remove(client: &Client, from: &str, to: &str, attr: &Attr) -> Resul
     let copied = Interrupt::catch().and_then(|interrupt| copy_file(client, from, &temporary, attr, interrupt));
     let placed = copied.and_then(|()| Ok(client.rename(&temporary, to)?));
     if let Err(e) = placed {
-        let _ = client.unlink(&temporary);
-        return Err(e.context(format!("the copy to {to} is removed and the source unchanged")));
+        // NotFound: the copy failed before its file was made.
+        let left = match client.unlink(&temporary) {
+            Err(u) if u.fs_error() != Some(FsError::NotFound) => {
+                format!("{to} is as it was, but the partial copy {temporary} could not be removed ({u}); `tessera repair` lists it once it is an hour old")
+            }
+            _ => format!("{to} is as it was"),
+        };
+        return Err(e.context(left));
     }
     Ok(client.unlink(from)?)
 }
