@@ -165,8 +165,8 @@ fn main() {
     tessera_cli::children::wait_if_interrupted();
     if let Err(e) = result {
         eprintln!("{}{}", tessera_cli::daemon::ERROR_PREFIX, tessera_cli::report::error_chain(&e));
-        let interrupted = e.chain().any(|c| c.is::<tessera_cli::fs::interrupt::Interrupted>());
-        std::process::exit(if interrupted { tessera_cli::fs::interrupt::INTERRUPTED_EXIT } else { 1 });
+        let interrupted = e.chain().find_map(|c| c.downcast_ref::<tessera_cli::fs::interrupt::Interrupted>());
+        std::process::exit(interrupted.map_or(1, |i| i.exit_code()));
     }
 }
 

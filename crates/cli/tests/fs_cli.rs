@@ -532,7 +532,7 @@ striped
 }
 
 /// Goal: Ctrl-C during a `put` that replaces a file leaves the file as it was and no partial
-/// copy behind, and the command exits 130 as an interrupted one does.
+/// copy behind, and the command exits 128 + the signal as an interrupted one does.
 /// Method: `tessera put -` reading from a pipe this test holds open, so the copy is certainly
 /// in progress (its temporary name exists) when SIGINT arrives; the pipe is then closed, as
 /// the producer of a real pipeline dies of the same Ctrl-C.
@@ -544,31 +544,34 @@ fn an_interrupted_put_leaves_the_destination_and_nothing_else() {
     std::fs::write(&old, b"the old contents").unwrap();
     c.ok(&["put", old.to_str().unwrap(), "/kept"]);
 
-    let mut put = std::process::Command::new(common::tessera_exe())
-        .args(["put", "-", "/kept"])
-        .env("TESSERA_CLUSTER", c.cluster_file())
-        .stdin(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = put.stdin.take().unwrap();
-    std::io::Write::write_all(&mut input, &vec![9u8; 1 << 20]).unwrap();
-    let temporary = format!(".kept.put-{}", put.id());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !stdout(&c.ok(&["ls", "-a", "/"])).lines().any(|l| l == temporary) {
-        assert!(std::time::Instant::now() < deadline, "put never made its temporary {temporary}");
-        std::thread::sleep(std::time::Duration::from_millis(50));
+    // Exit status 128 + the signal, as shells report it: 130 for Ctrl-C, 143 for SIGTERM.
+    for (signal, status) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let mut put = std::process::Command::new(common::tessera_exe())
+            .args(["put", "-", "/kept"])
+            .env("TESSERA_CLUSTER", c.cluster_file())
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut input = put.stdin.take().unwrap();
+        std::io::Write::write_all(&mut input, &vec![9u8; 1 << 20]).unwrap();
+        let temporary = format!(".kept.put-{}", put.id());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !stdout(&c.ok(&["ls", "-a", "/"])).lines().any(|l| l == temporary) {
+            assert!(std::time::Instant::now() < deadline, "put never made its temporary {temporary}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        // SAFETY: kill(2) on the child this test started.
+        assert_eq!(unsafe { libc::kill(put.id() as libc::pid_t, signal) }, 0);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        drop(input);
+        let out = put.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(status), "signal {signal}: {err}");
+        assert!(err.contains("(the destination is unchanged): interrupted"), "{err}");
+        let names = stdout(&c.ok(&["ls", "-A", "/"]));
+        assert_eq!(names.trim(), "kept", "only the old file is left: {names}");
     }
-    // SAFETY: kill(2) on the child this test started.
-    assert_eq!(unsafe { libc::kill(put.id() as libc::pid_t, libc::SIGINT) }, 0);
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    drop(input);
-    let out = put.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{err}");
-    assert!(err.contains("(the destination is unchanged): interrupted"), "{err}");
-    let names = stdout(&c.ok(&["ls", "-A", "/"]));
-    assert_eq!(names.trim(), "kept", "only the old file is left: {names}");
     assert_eq!(stdout(&c.ok(&["cat", "/kept"])), "the old contents");
 }
 

@@ -2,19 +2,29 @@
 //! its destination (`put`, `mv` between metadata servers). Without this the process would end
 //! mid-copy and leave the temporary behind. With it the first signal is noted, the copy stops
 //! before its next chunk, the temporary is removed and the destination stays as it was, and the
-//! command exits 130 as an interrupted one does. A second signal ends the process at once, for
-//! a copy stuck waiting on an OSD.
+//! command exits 128 + the signal's number as shells report a process the signal ended (130
+//! for Ctrl-C, 143 for SIGTERM). A second signal ends the process at once, for a copy stuck
+//! waiting on an OSD.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::flag;
 
-/// The error an interrupted copy returns; `main` exits 130 for it.
+/// The error an interrupted copy returns; `main` exits with [`Interrupted::exit_code`].
 #[derive(Debug)]
-pub struct Interrupted;
+pub struct Interrupted {
+    pub signal: i32,
+}
+
+impl Interrupted {
+    /// 128 + the signal's number, as shells report a process the signal ended.
+    pub fn exit_code(&self) -> i32 {
+        128 + self.signal
+    }
+}
 
 impl std::fmt::Display for Interrupted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -24,11 +34,11 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
-/// Whether a signal arrived since [`Interrupt::catch`].
-pub struct Interrupt(Arc<AtomicBool>);
-
-/// Exit status of a command ended by SIGINT, as shells report it.
-pub const INTERRUPTED_EXIT: i32 = 130;
+/// Whether a signal arrived since [`Interrupt::catch`], and which.
+pub struct Interrupt {
+    seen: Arc<AtomicBool>,
+    signal: Arc<AtomicUsize>,
+}
 
 static CAUGHT: OnceLock<Interrupt> = OnceLock::new();
 
@@ -41,18 +51,21 @@ impl Interrupt {
             return Ok(caught);
         }
         let seen = Arc::new(AtomicBool::new(false));
+        let signal = Arc::new(AtomicUsize::new(0));
         for sig in [SIGINT, SIGTERM, SIGHUP] {
-            // Registered first, so it sees the flag as it was before this signal set it.
-            flag::register_conditional_shutdown(sig, INTERRUPTED_EXIT, seen.clone()).context("installing a signal handler")?;
+            // Registered first, so it sees the flag as it was before this signal set it; the
+            // signal's number is stored before the flag that says one came.
+            flag::register_conditional_shutdown(sig, 128 + sig, seen.clone()).context("installing a signal handler")?;
+            flag::register_usize(sig, signal.clone(), sig as usize).context("installing a signal handler")?;
             flag::register(sig, seen.clone()).context("installing a signal handler")?;
         }
-        Ok(CAUGHT.get_or_init(|| Interrupt(seen)))
+        Ok(CAUGHT.get_or_init(|| Interrupt { seen, signal }))
     }
 
     /// [`Interrupted`] once a signal has arrived.
     pub fn check(&self) -> Result<(), Interrupted> {
-        if self.0.load(Ordering::Relaxed) {
-            Err(Interrupted)
+        if self.seen.load(Ordering::SeqCst) {
+            Err(Interrupted { signal: self.signal.load(Ordering::SeqCst) as i32 })
         } else {
             Ok(())
         }
