@@ -190,6 +190,8 @@ fn striping_is_set_per_directory_and_reported_per_file() {
     assert!(size_before.is_some());
     let err = c.fails(&["attr", "set", "/wide/x", "1:0x82", "0x0000000000100000"]);
     assert!(err.contains("page 0x1 is kept by the OSD") && err.contains("tessera truncate"), "{err}");
+    let err = c.fails(&["attr", "set", "/wide/x", "0x10000:0xFFFFFFFF", "x"]);
+    assert!(err.contains("attribute number 0xffffffff cannot be set"), "{err}");
     let err = c.fails(&["attr", "set", "/wide/x", "0x20000000:1", "x"]);
     assert!(err.contains("application pages 0x10000..0x1fffffff"), "{err}");
     assert_eq!(size_of("/wide/x"), size_before);

@@ -54,6 +54,10 @@ fn parse_attr(text: &str) -> Result<AttrId> {
 const APPLICATION_PAGES: std::ops::RangeInclusive<u32> = 0x1_0000..=0x1FFF_FFFF;
 
 fn settable(id: AttrId) -> Result<AttrId> {
+    if id.number == 0 || id.number == u32::MAX {
+        // 0 identifies the page (OSD-2 r05 §7.1.2.2); 0xFFFFFFFF means every attribute of it.
+        bail!("attribute number {:#x} cannot be set: 0 names the page itself and 0xffffffff all of its attributes; use 1..0xfffffffe", id.number);
+    }
     if !APPLICATION_PAGES.contains(&id.page) {
         let hint = match id.page {
             1 => "; to change the file's length use `tessera truncate`",

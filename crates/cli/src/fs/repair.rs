@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Result;
 use clap::Args;
-use tessera_client::{Client, FileType};
+use tessera_client::{Client, FileType, FsError};
 
 use super::ClusterArg;
 
@@ -130,7 +130,13 @@ fn stale_temporaries(client: &Client, cutoff_secs: i64) -> Result<Found> {
     let (mut temporaries, mut claimed) = (Vec::new(), Vec::new());
     let mut dirs = vec!["/".to_string()];
     while let Some(dir) = dirs.pop() {
-        for entry in client.readdir(&dir)? {
+        // A directory removed or renamed since its parent was read (a command running beside
+        // the repair) has nothing of its own to report.
+        let entries = match client.readdir(&dir) {
+            Err(e) if matches!(e.fs_error(), Some(FsError::NotFound | FsError::Stale)) => continue,
+            other => other?,
+        };
+        for entry in entries {
             let path = format!("{}/{}", dir.trim_end_matches('/'), entry.name);
             // A claimed source's ctime is its rename aside (a directory's moves since).
             if let Some(name) = super::temporary::claimed_source(&entry.name).filter(|_| entry.attr.ctime.secs < cutoff_secs) {
