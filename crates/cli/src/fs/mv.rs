@@ -114,13 +114,40 @@ fn move_directory(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<
         Err(e) => return Err(e.into()),
     }
     client.mkdir(to, attr.mode).with_context(|| format!("making {to} on another metadata server"))?;
-    for entry in client.readdir(from)? {
-        Interrupt::catch()?.check()?;
-        let (src, dst) = (child(from, &entry.name), child(to, &entry.name));
-        move_path(client, &src, &dst).with_context(|| format!("stopped part-way, at {src}"))?;
+    let mut moved = 0;
+    let filled = (|| {
+        for entry in client.readdir(from)? {
+            Interrupt::catch()?.check()?;
+            let (src, dst) = (child(from, &entry.name), child(to, &entry.name));
+            move_path(client, &src, &dst).with_context(|| format!("stopped part-way, at {src}"))?;
+            moved += 1;
+        }
+        Ok(client.set_times(to, Some(attr.atime), Some(attr.mtime))?)
+    })();
+    if let Err(e) = filled {
+        // Entries moved so far stay where they went (the error says where it stopped); a
+        // directory made for nothing goes again.
+        return Err(match moved {
+            0 if remove_made_dir(client, to) => e,
+            0 => e.context(format!("the directory {to} made for the move is left")),
+            _ => e,
+        });
     }
-    client.set_times(to, Some(attr.atime), Some(attr.mtime))?;
     Ok(client.rmdir(from)?)
+}
+
+/// Removes the empty directory a failed move made at `to`. Its path may be out of reach for a
+/// moment (another `mv` has a directory on it renamed aside, and puts it back when it fails),
+/// so a missing path is tried again for up to a second.
+fn remove_made_dir(client: &Client, to: &str) -> bool {
+    for _ in 0..10 {
+        match client.rmdir(to) {
+            Ok(()) => return true,
+            Err(e) if matches!(e.fs_error(), Some(FsError::NotFound | FsError::NotDir)) => std::thread::sleep(std::time::Duration::from_millis(100)),
+            Err(_) => return false,
+        }
+    }
+    false
 }
 
 /// Refuses to move over a directory or onto another kind, as rename(2) would.
