@@ -2,7 +2,8 @@
 //! of a directory it holds names every entry (those homed on the stopped server with their type
 //! only, `ls -l` showing `?` for the rest as ls(1) does for what it cannot stat, and then
 //! failing), an operation that needs the stopped server says a metadata server did not
-//! answer, not that an OSD or the store failed, and a mkdir under a live parent works.
+//! answer, not that an OSD or the store failed, du counts what it can reach, and a mkdir under
+//! a live parent works.
 //! Method: a real cluster (two `tessera mds`, two `tessera osd`); directories made until both
 //! servers home some; one server stopped; the library and the `tessera` command against it.
 
@@ -65,6 +66,14 @@ fn with_a_metadata_server_down_listings_still_name_its_entries() {
     }
     let err = text(&out.stderr);
     assert!(err.contains(&format!("the attributes of {} entries could not be read: a metadata server did not answer", on1.len())), "{err}");
+
+    // du counts what it can reach, as du(1) passes over a directory it cannot read.
+    let out = run(&["du", "-s", "/"], Some(&file));
+    assert!(!out.status.success());
+    assert_eq!(text(&out.stdout), format!("{}\t/\n", 4 * on0.len()), "server 0's files, 4 bytes each");
+    let err = text(&out.stderr);
+    assert!(err.contains(&format!("cannot read directory {}", on1[0])), "{err}");
+    assert!(err.contains(&format!("{} directories under / could not be read", on1.len())), "{err}");
 
     // New directories under a live parent go on the live server, whatever placement chose.
     for i in 0..8 {

@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use tessera_client::{Client, FileType};
+use tessera_client::{Client, DirEntry, FileType};
 
 use super::{each_path, ClusterArg};
 use crate::units::human_size;
@@ -33,41 +33,59 @@ pub struct DuArgs {
     cluster: ClusterArg,
 }
 
+/// What a walk could not count: files whose size is unknown, directories it could not read.
+#[derive(Default)]
+struct Missed {
+    sizes: u64,
+    directories: u64,
+}
+
 pub fn du(args: DuArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
     each_path("du", &args.paths, |path| {
         let attr = client.lookup_followed(path)?;
-        let mut unknown = 0;
+        let mut missed = Missed::default();
         let total = if attr.file_type == FileType::Directory {
-            tree(&client, path, &args, &mut unknown)?
+            tree(&client, path, client.readdir(path)?, &args, &mut missed)
         } else {
             if attr.size_known() {
                 attr.size
             } else {
-                unknown += 1;
+                missed.sizes += 1;
                 0
             }
         };
         if args.summarize || attr.file_type != FileType::Directory {
             print(&args, total, path);
         }
-        if unknown > 0 {
-            bail!("{unknown} files under {path} have no known size (an OSD holding them did not answer); the totals leave them out");
+        if missed.directories > 0 {
+            bail!("{} directories under {path} could not be read; the totals leave them out", missed.directories);
+        }
+        if missed.sizes > 0 {
+            bail!("{} files under {path} have no known size (an OSD holding them did not answer); the totals leave them out", missed.sizes);
         }
         Ok(())
     })
 }
 
-/// Sums directory `dir`, printing each subdirectory's total after its contents, as du(1)
-/// does; counts files whose size is unknown.
-fn tree(client: &Client, dir: &str, args: &DuArgs, unknown: &mut u64) -> Result<u64> {
+/// Sums directory `dir` (whose entries are `entries`), printing each subdirectory's total
+/// after its contents, as du(1) does. As du(1), a subdirectory that cannot be read (its
+/// metadata server down, say) is reported and left out, and the rest is still counted.
+fn tree(client: &Client, dir: &str, entries: Vec<DirEntry>, args: &DuArgs, missed: &mut Missed) -> u64 {
     let mut total = 0;
-    for entry in client.readdir(dir)? {
+    for entry in entries {
         let path = format!("{}/{}", dir.trim_end_matches('/'), entry.name);
         let size = match entry.attr.file_type {
-            FileType::Directory => tree(client, &path, args, unknown)?,
+            FileType::Directory => match client.readdir(&path) {
+                Ok(below) => tree(client, &path, below, args, missed),
+                Err(e) => {
+                    eprintln!("tessera: du: cannot read directory {path}: {e}");
+                    missed.directories += 1;
+                    continue;
+                }
+            },
             _ if !entry.attr.size_known() => {
-                *unknown += 1;
+                missed.sizes += 1;
                 continue;
             }
             _ => entry.attr.size,
@@ -80,7 +98,7 @@ fn tree(client: &Client, dir: &str, args: &DuArgs, unknown: &mut u64) -> Result<
     if !args.summarize {
         print(args, total, dir);
     }
-    Ok(total)
+    total
 }
 
 fn print(args: &DuArgs, bytes: u64, path: &str) {
