@@ -29,6 +29,7 @@ pub mod checkpoint;
 pub mod commit;
 pub mod conn;
 pub mod db;
+pub mod fence;
 pub mod health;
 pub mod journal;
 pub mod namespace;

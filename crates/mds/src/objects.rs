@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tessera_initiator::osd_client::{OsdClient, OsdError};
+use tessera_initiator::osd_client::{ListParams, OsdClient, OsdError};
 use tessera_mds_proto::{FsError, FsSpace, ObjectRef, OsdUsage};
 use tessera_osd_proto::pages::{
     ROOT_BACKING_FS_AVAILABLE, ROOT_BACKING_FS_ID, ROOT_BACKING_FS_SIZE, ROOT_TOTAL_CAPACITY, ROOT_USED_CAPACITY, USER_OBJECT_DATA_MODIFIED,
@@ -94,6 +94,22 @@ pub trait DataObjects: Send + Sync {
     fn set_logical_len(&self, object: ObjectRef, len: u64) -> Result<(), ObjectsError>;
     /// Every user object id in OSD `osd`'s data partition (for repair).
     fn list(&self, osd: u32) -> Result<Vec<u64>, ObjectsError>;
+    /// The user object ids in OSD `osd`'s data partition from `first` on, in ascending order.
+    fn list_from(&self, osd: u32, first: u64) -> Result<Vec<u64>, ObjectsError> {
+        let mut ids: Vec<u64> = self.list(osd)?.into_iter().filter(|&id| id >= first).collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+    /// Of those, the ids whose logical length is not 0 (data was written).
+    fn written_from(&self, osd: u32, first: u64) -> Result<Vec<u64>, ObjectsError> {
+        let mut written = Vec::new();
+        for id in self.list_from(osd, first)? {
+            if self.logical_len(ObjectRef { osd, object_id: id })? > 0 {
+                written.push(id);
+            }
+        }
+        Ok(written)
+    }
 }
 
 /// What a data object says of its file's data.
@@ -231,6 +247,32 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
     fn list(&self, osd: u32) -> Result<Vec<u64>, ObjectsError> {
         let (client, partition) = self.node(osd)?;
         Ok(client.list_all(*partition)?)
+    }
+
+    fn list_from(&self, osd: u32, first: u64) -> Result<Vec<u64>, ObjectsError> {
+        let (client, partition) = self.node(osd)?;
+        Ok(client.list_all_from(*partition, first)?)
+    }
+
+    /// One LIST per page, each entry with its logical length.
+    fn written_from(&self, osd: u32, first: u64) -> Result<Vec<u64>, ObjectsError> {
+        let (client, partition) = self.node(osd)?;
+        let mut params = ListParams { initial_oid: first, attrs: Some(vec![USER_OBJECT_LOGICAL_LENGTH]), ..ListParams::default() };
+        let mut written = Vec::new();
+        loop {
+            let page = client.list(*partition, &params)?;
+            for e in &page.entries {
+                let len = e.attrs.iter().find(|a| a.id == USER_OBJECT_LOGICAL_LENGTH).and_then(|a| a.value.as_deref()).and_then(tessera_osd_proto::pages::value_u64);
+                if len != Some(0) {
+                    written.push(e.object_id);
+                }
+            }
+            if page.continuation_oid == 0 || page.continuation_oid == params.initial_oid {
+                return Ok(written);
+            }
+            params.initial_oid = page.continuation_oid;
+            params.list_id = page.list_id;
+        }
     }
 }
 

@@ -11,7 +11,8 @@
 //! - A range left not ready (an OSD that could not be reached, or a crash) is retried with the
 //!   same ids before a new range is reserved, so an OSD that is down does not grow the store.
 //!   If the OSD refuses the CREATE (e.g. because an earlier attempt did create the objects),
-//!   the range is abandoned to the removal journal and drained.
+//!   the range is abandoned to the removal journal and drained. A new range that is refused
+//!   is only set aside: its ids may belong to objects this store did not make.
 //! - After a failed refill, creates needing that OSD fail fast (EIO) for `retry_after`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -200,6 +201,7 @@ impl Shared {
     /// One range on `osd`: the unready one left by an earlier attempt, or a new one.
     fn make_batch(&self, osd: u32) -> Result<Batch, FsError> {
         let leftover = self.ns.read(|s| s.unready_precreates())?.into_iter().find(|r| r.osd == osd);
+        let retried = leftover.is_some();
         let range = match leftover {
             Some(r) => r,
             None => self.ns.write(|s| s.reserve_precreate(osd, self.config.batch.max(1) as u64))?,
@@ -211,9 +213,17 @@ impl Shared {
             // Relaxed: a create that takes from the range commits later, so its durability
             // implies this step's; lost alone, the range is retried and found to exist.
             Ok(()) => self.ns.write_relaxed(|s| s.precreate_ready(&range)).map(|()| Batch::Ready),
-            Err(e) if e.refused() => {
-                tracing::warn!(osd, ?range, %e, "OSD refused a precreate; abandoning the range");
+            // A range tried before may have been made by that try (its reply lost): its
+            // objects are this store's to remove. A new range refused holds ids taken by
+            // objects this store did not make (`fence.rs`): set aside, never removed.
+            Err(e) if e.refused() && retried => {
+                tracing::warn!(osd, ?range, %e, "OSD refused a precreate tried before; abandoning the range");
                 self.abandon(&range)?;
+                Ok(Batch::Abandoned)
+            }
+            Err(e) if e.refused() => {
+                tracing::warn!(osd, ?range, %e, "OSD refused a new precreate; setting the range aside without removing anything");
+                self.ns.write(|s| s.set_aside_precreate(&range))?;
                 Ok(Batch::Abandoned)
             }
             Err(e) => {

@@ -158,6 +158,8 @@ impl Mds {
             NamespaceError::Db(e) => OpenError::Db(e),
             NamespaceError::Store(e) => OpenError::Store(e),
         })?);
+        // Before anything gives out an object id (`fence.rs`).
+        crate::fence::fence_older_store(&ns, objects.as_ref(), config.cluster.osds.len() as u32);
         match journal::resume(&ns, objects.as_ref()) {
             Ok(0) => {}
             Ok(left) => tracing::warn!(left, "objects still await removal"),

@@ -131,7 +131,12 @@ impl<T: ScsiTransport> OsdClient<T> {
 
     /// Every id LIST returns, following continuations (one LIST command per page).
     pub fn list_all(&self, partition_id: u64) -> Result<Vec<u64>, OsdError> {
-        let mut params = ListParams::default();
+        self.list_all_from(partition_id, 0)
+    }
+
+    /// Every id from `first` on (LIST's initial object id), following continuations.
+    pub fn list_all_from(&self, partition_id: u64, first: u64) -> Result<Vec<u64>, OsdError> {
+        let mut params = ListParams { initial_oid: first, ..ListParams::default() };
         let mut ids = Vec::new();
         loop {
             let page = self.list(partition_id, &params)?;

@@ -77,6 +77,30 @@ impl Store {
         Ok(range)
     }
 
+    /// The next sequence `reserve_precreate` would give out on `osd`.
+    pub fn next_seq(&self, osd: u32) -> Result<u64, FsError> {
+        let next: Option<i64> = query_opt(&self.conn, "SELECT next_seq FROM osd_alloc WHERE osd = ?1", params![osd], |r| r.get(0))?;
+        Ok(next.map_or(1, |n| n as u64))
+    }
+
+    /// For a store found older than `osd` (`fence.rs`): sequences up to `past` are taken, and
+    /// every precreated range on it is set aside without removing its objects (they may hold
+    /// the data of files this store never heard of). Returns how many objects were set aside.
+    pub fn fence_osd(&mut self, osd: u32, past: u64) -> Result<u64, FsError> {
+        let set_aside: u64 = self.ranges_of(osd)?.iter().map(|r| r.count()).sum();
+        exec(&self.conn, "DELETE FROM precreated WHERE osd = ?1", params![osd])?;
+        exec(
+            &self.conn,
+            "INSERT INTO osd_alloc (osd, next_seq) VALUES (?1, ?2) ON CONFLICT (osd) DO UPDATE SET next_seq = max(next_seq, ?2)",
+            params![osd, past as i64 + 1],
+        )?;
+        Ok(set_aside)
+    }
+
+    fn ranges_of(&self, osd: u32) -> Result<Vec<Range>, FsError> {
+        Ok(self.precreated_ranges()?.into_iter().filter(|r| r.osd == osd).collect())
+    }
+
     /// The range's objects exist on its OSD: they may be handed out.
     pub fn precreate_ready(&mut self, range: &Range) -> Result<(), FsError> {
         let n = exec(
@@ -99,6 +123,13 @@ impl Store {
             (range.next..=range.last).map(|seq| ObjectRef { osd: range.osd, object_id: object_id(self.server, seq) }).collect();
         super::files::journal_add(&self.conn, &objects)?;
         Ok(objects)
+    }
+
+    /// A new range whose CREATE was refused: forgotten, its ids not reused and its objects (if
+    /// any are someone else's) left alone.
+    pub fn set_aside_precreate(&mut self, range: &Range) -> Result<(), FsError> {
+        exec(&self.conn, "DELETE FROM precreated WHERE osd = ?1 AND first_seq = ?2", params![range.osd, range.first as i64])?;
+        Ok(())
     }
 
     /// Ranges reserved but never marked ready (a crash or failure between the steps).
