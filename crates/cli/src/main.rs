@@ -171,12 +171,27 @@ fn main() {
 }
 
 /// `tessera cat f | head` should end quietly when `head` does, as other Unix tools do (Rust
-/// ignores SIGPIPE and would panic on the failed print). Daemons keep ignoring it: a detached
+/// ignores SIGPIPE and would panic on the failed print). But a SIGPIPE also comes from a socket
+/// to an OSD or a metadata server that went away mid-write, and that must not end the command
+/// silently: its write fails with EPIPE and the command says which daemon. So the handler ends
+/// the process as SIGPIPE does only when standard output's reader is gone (poll reports an
+/// error on it), and otherwise lets the write fail. Daemons keep ignoring SIGPIPE: a detached
 /// daemon's stdout pipe closes when `tessera up` exits.
 fn restore_sigpipe() {
-    // SAFETY: resets one signal disposition before any other thread exists.
+    extern "C" fn on_sigpipe(_: libc::c_int) {
+        let mut stdout = libc::pollfd { fd: libc::STDOUT_FILENO, events: 0, revents: 0 };
+        // SAFETY: poll, signal and raise are async-signal-safe; `stdout` lives on this frame.
+        unsafe {
+            if libc::poll(&mut stdout, 1, 0) == 1 && stdout.revents & libc::POLLERR != 0 {
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                libc::raise(libc::SIGPIPE);
+            }
+        }
+    }
+    // SAFETY: installs a handler before any other thread exists; the handler only makes
+    // async-signal-safe calls.
     unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::signal(libc::SIGPIPE, on_sigpipe as extern "C" fn(libc::c_int) as libc::sighandler_t);
     }
 }
 
