@@ -12,7 +12,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{run, tessera_exe};
+use common::run;
 use tessera_client::{Client, ClusterConfig};
 
 fn text(bytes: &[u8]) -> String {
