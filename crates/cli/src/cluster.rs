@@ -452,6 +452,27 @@ pub fn check_not_shrinking(dir: &Path, spec: &ClusterSpec) -> Result<()> {
     Ok(())
 }
 
+/// Refuses to restart a cluster one of whose stores is gone (deleted or moved): the daemon
+/// would start empty in its place, so an OSD's files could no longer be read, or a metadata
+/// server's part of the namespace would start empty, and nothing would say why. `stores` are
+/// the counts the cluster last ran with; `--reconfigure` says an empty store is meant.
+pub fn check_no_store_missing(dir: &Path, osds: u32, mds: u32) -> Result<()> {
+    for (role, count) in [("mds", mds), ("osd", osds)] {
+        for index in 0..count {
+            let store = dir.join(format!("{role}{index}"));
+            if store.is_dir() {
+                continue;
+            }
+            let lost = match role {
+                "osd" => format!("the files striped over OSD {index} could not be read, and an empty OSD would take its place"),
+                _ => format!("metadata server {index}'s part of the namespace would start empty (its files' objects stay on the OSDs, as orphans `tessera repair` reports)"),
+            };
+            bail!("{} is missing (deleted or moved?): {lost}; put it back, or add --reconfigure to start an empty one", store.display());
+        }
+    }
+    Ok(())
+}
+
 /// `count` distinct ports the kernel considers free on `host` (bound together, then released
 /// just before the metadata servers bind them).
 fn free_ports(host: &str, count: u32) -> Result<Vec<String>> {

@@ -67,7 +67,8 @@ pub struct UpArgs {
     #[arg(long)]
     no_chap: bool,
     /// Restart an existing cluster with the options given here instead of the ones it was set
-    /// up with (more OSDs or metadata servers, other default striping, security or CHAP).
+    /// up with (more OSDs or metadata servers, other default striping, security or CHAP), or
+    /// with an empty store in place of one that is missing.
     #[arg(long)]
     reconfigure: bool,
 }
@@ -115,6 +116,10 @@ pub fn up(args: UpArgs) -> Result<()> {
         Ok(lock) => lock,
         Err(holder) => bail!("another `tessera up` ({holder}) is starting a cluster in {}; once it is done, see `tessera status --dir {}`", dir.display(), dir.display()),
     };
+    // Under the lock: an `up` still making the stores holds it.
+    if let Some(was) = recorded.as_ref().filter(|_| !args.reconfigure) {
+        crate::cluster::check_no_store_missing(&dir, was.osds.unwrap_or(spec.osds), was.mds.unwrap_or(spec.mds))?;
+    }
     let running = running::find(&dir);
     if !running.is_empty() && running.unknown.is_empty() && running.broken_records.is_none() && !args.reconfigure {
         // Part of the cluster is up: start the rest where they were, as a service manager

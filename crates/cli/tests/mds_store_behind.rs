@@ -20,7 +20,13 @@ fn text(bytes: &[u8]) -> String {
 }
 
 fn up(dir: &Path) -> Client {
-    let out = run(&["up", "--dir", dir.to_str().unwrap(), "--osds", "2"], None);
+    up_with(dir, &[])
+}
+
+fn up_with(dir: &Path, flags: &[&str]) -> Client {
+    let mut args = vec!["up", "--dir", dir.to_str().unwrap(), "--osds", "2"];
+    args.extend(flags);
+    let out = run(&args, None);
     assert!(out.status.success(), "up: {}", text(&out.stderr));
     Client::connect(&ClusterConfig::load(&dir.join("cluster.toml")).unwrap()).unwrap()
 }
@@ -87,9 +93,12 @@ fn a_store_older_than_its_osds_gives_out_no_object_they_hold() {
     assert!(orphans(&dir) >= 40, "the later life's objects are still there, reported as orphans");
     down(&dir);
 
-    // Lost entirely: the new store's namespace is empty, and nothing on the OSDs is removed.
+    // Lost entirely: `up` refuses to start an empty store in its place until told to; then
+    // the new store's namespace is empty, and nothing on the OSDs is removed.
     std::fs::remove_dir_all(dir.join("mds0")).unwrap();
-    let client = up(&dir);
+    let out = run(&["up", "--dir", dir.to_str().unwrap()], None);
+    assert!(!out.status.success() && text(&out.stderr).contains("mds0 is missing"), "{}", text(&out.stderr));
+    let client = up_with(&dir, &["--reconfigure"]);
     assert!(client.readdir("/").unwrap().is_empty());
     let fresh = bytes(7, 120_000);
     write(&client, "/fresh", &fresh);

@@ -122,3 +122,31 @@ fn a_refused_first_up_leaves_no_directory() {
     assert!(!out.status.success() && text(&out.stderr).contains("at least one OSD"), "{}", text(&out.stderr));
     assert!(!dir.exists(), "{} was left behind", dir.display());
 }
+
+/// Goal: `up` refuses to restart a cluster one of whose stores is missing (deleted or moved),
+/// rather than start an empty daemon in its place without a word; `--reconfigure` says the
+/// empty store is meant. Before, a missing OSD store became an empty OSD, and every file
+/// striped over it failed with a sense code.
+#[test]
+fn a_missing_store_is_refused_unless_an_empty_one_is_meant() {
+    let c = ClusterDir::new();
+    c.up_ok(&["--osds", "2"]);
+    c.down();
+    let moved = c.path().join("osd1-moved");
+    std::fs::rename(c.path().join("osd1"), &moved).unwrap();
+    let err = c.up_refused(&[]);
+    assert!(err.contains("osd1 is missing (deleted or moved?): the files striped over OSD 1 could not be read"), "{err}");
+    assert!(err.contains("--reconfigure"), "{err}");
+    assert!(!c.has_store("osd1"), "a refused up made no store");
+    std::fs::rename(c.path().join("mds0"), c.path().join("mds0-moved")).unwrap();
+    let err = c.up_refused(&[]);
+    assert!(err.contains("mds0 is missing") && err.contains("namespace would start empty"), "{err}");
+
+    std::fs::rename(c.path().join("mds0-moved"), c.path().join("mds0")).unwrap();
+    std::fs::rename(&moved, c.path().join("osd1")).unwrap();
+    c.up_ok(&[]);
+    c.down();
+    std::fs::remove_dir_all(c.path().join("osd1")).unwrap();
+    c.up_ok(&["--reconfigure"]);
+    assert!(c.has_store("osd1"), "an empty OSD, as asked");
+}
