@@ -31,6 +31,15 @@ fn up_with(dir: &Path, flags: &[&str]) -> Client {
     Client::connect(&ClusterConfig::load(&dir.join("cluster.toml")).unwrap()).unwrap()
 }
 
+/// Stops the cluster under a directory even when the test fails part-way.
+struct DownOnDrop<'a>(&'a Path);
+
+impl Drop for DownOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = run(&["down", "--dir", self.0.to_str().unwrap()], None);
+    }
+}
+
 fn down(dir: &Path) {
     let out = run(&["down", "--dir", dir.to_str().unwrap()], None);
     assert!(out.status.success(), "down: {}", text(&out.stderr));
@@ -62,6 +71,7 @@ fn orphans(dir: &Path) -> u64 {
 fn a_store_older_than_its_osds_gives_out_no_object_they_hold() {
     let work = tempfile::Builder::new().prefix("tessera-behind-").tempdir().unwrap();
     let dir = work.path().join("cluster");
+    let _down = DownOnDrop(&dir);
     let client = up(&dir);
     let kept = bytes(1, 300_000);
     write(&client, "/kept", &kept);
