@@ -14,49 +14,34 @@
 //! orphans, which `tessera repair` reports and removes only when asked.
 
 use crate::namespace::Namespace;
-use crate::objects::DataObjects;
-use crate::store::files::{object_id, object_seq, object_server, OBJECT_SEQ_BITS};
+use crate::objects::{DataObjects, ListedObject};
+use crate::store::files::{object_id, object_seq, OBJECT_SEQ_BITS};
+use crate::store::precreate::Range;
 
 /// Checks every OSD of `osd_count`; returns how many were found ahead of the store.
 pub fn fence_older_store(ns: &Namespace, objects: &dyn DataObjects, osd_count: u32) -> u32 {
     let server = ns.server();
     let mut ahead = 0;
     for osd in 0..osd_count {
-        let next = match ns.read(|s| s.next_seq(osd)) {
-            Ok(next) if next < 1 << OBJECT_SEQ_BITS => next,
+        let known = match ns.read(|s| Ok((s.next_seq(osd)?, s.precreated_ranges()?))) {
+            Ok((next, ranges)) if next < 1 << OBJECT_SEQ_BITS => Known { next, pools: ranges.into_iter().filter(|r| r.osd == osd).collect() },
             Ok(_) => continue,
             Err(e) => {
                 tracing::warn!(osd, %e, "cannot read the object allocation to check it against the OSD");
                 continue;
             }
         };
-        let found = match objects.list_from(osd, object_id(server, next)) {
-            Ok(ids) => ids.into_iter().filter(|&id| object_server(id) == Some(server)).map(object_seq).max(),
+        // One listing covers both checks: from the first precreated id (they lie below the
+        // allocation) to the end of this server's own ids.
+        let listed = match objects.lengths_in(osd, object_id(server, known.first_to_list())..server_ids_end(server)) {
+            Ok(listed) => listed,
             Err(e) => {
                 tracing::warn!(osd, %e, "cannot list the OSD's objects to check that this store is not older than it");
                 continue;
             }
         };
-        // A store restored from a copy may also hold precreated objects that its lost later
-        // life handed to files: written ones are not empty any more.
-        let pool_written = match ns.read(|s| s.precreated_ranges()) {
-            Ok(ranges) => match ranges.iter().filter(|r| r.osd == osd && r.next <= r.last).map(|r| r.next).min() {
-                Some(first) => match objects.written_from(osd, object_id(server, first)) {
-                    Ok(ids) => ranges.iter().filter(|r| r.osd == osd).any(|r| ids.iter().any(|&id| object_server(id) == Some(server) && (r.next..=r.last).contains(&object_seq(id)))),
-                    Err(e) => {
-                        tracing::warn!(osd, %e, "cannot read the precreated objects' lengths to check that they are empty");
-                        false
-                    }
-                },
-                None => false,
-            },
-            Err(_) => false,
-        };
-        let highest = match (found, pool_written) {
-            (Some(highest), _) => highest,
-            (None, true) => next - 1,
-            (None, false) => continue,
-        };
+        let Some(highest) = known.highest_unknown_to_store(&listed) else { continue };
+        let next = known.next;
         match ns.write(|s| s.fence_osd(osd, highest)) {
             Ok(set_aside) => {
                 ahead += 1;
@@ -72,4 +57,78 @@ pub fn fence_older_store(ns: &Namespace, objects: &dyn DataObjects, osd_count: u
         }
     }
     ahead
+}
+
+/// The first id past server `server`'s own (ids carry their server above the sequence bits).
+fn server_ids_end(server: u32) -> u64 {
+    (server as u64 + 2) << OBJECT_SEQ_BITS
+}
+
+/// What the store says of one OSD: the next sequence it would give out, and its precreated
+/// ranges there.
+struct Known {
+    next: u64,
+    pools: Vec<Range>,
+}
+
+impl Known {
+    fn first_to_list(&self) -> u64 {
+        self.pools.iter().filter(|r| r.next <= r.last).map(|r| r.next).fold(self.next, u64::min)
+    }
+
+    /// Whether `seq` is precreated and not yet handed out, so it should still be empty.
+    fn is_unused_precreate(&self, seq: u64) -> bool {
+        self.pools.iter().any(|r| (r.next..=r.last).contains(&seq))
+    }
+
+    /// The highest sequence the OSD proves the store lost, if any: an id past the allocation,
+    /// or else (a written precreated object: a lost later life handed it to a file) the
+    /// allocation's last.
+    fn highest_unknown_to_store(&self, listed: &[ListedObject]) -> Option<u64> {
+        let past = listed.iter().map(|o| object_seq(o.id)).filter(|&seq| seq >= self.next).max();
+        let written_pool = listed.iter().any(|o| o.logical_len != Some(0) && self.is_unused_precreate(object_seq(o.id)));
+        past.or(written_pool.then(|| self.next.saturating_sub(1)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::files::object_server;
+
+    fn listed(seq: u64, len: u64) -> ListedObject {
+        ListedObject { id: object_id(0, seq), logical_len: Some(len) }
+    }
+
+    /// Goal: the listing stops exactly where the next server's ids begin, so server 0 never
+    /// reads server 1's objects as its own lost history.
+    #[test]
+    fn a_servers_ids_end_where_the_next_servers_begin() {
+        for server in 0..4 {
+            let end = server_ids_end(server);
+            assert_eq!(end, object_id(server + 1, 1) - 1);
+            assert_eq!(object_server(end - 1), Some(server));
+            assert_eq!(object_server(end), Some(server + 1));
+        }
+    }
+
+    /// Goal: the store is judged behind by an id past its allocation or a written precreated
+    /// object, and by nothing else. Method: each case against a store at next = 100 with
+    /// precreated 50..=59, of which 50..=52 were handed out.
+    #[test]
+    fn only_ids_past_the_allocation_or_written_precreates_prove_a_lost_history() {
+        let known = Known { next: 100, pools: vec![Range { osd: 0, first: 50, next: 53, last: 59 }] };
+        assert_eq!(known.first_to_list(), 53);
+        assert_eq!(known.highest_unknown_to_store(&[]), None);
+        // Files' objects (handed out, written) and empty precreates are what the store knows.
+        assert_eq!(known.highest_unknown_to_store(&[listed(10, 4096), listed(51, 7), listed(53, 0), listed(59, 0)]), None);
+        // An id at or past the allocation: the highest one.
+        assert_eq!(known.highest_unknown_to_store(&[listed(100, 0), listed(140, 0), listed(120, 5)]), Some(140));
+        // A precreated object not handed out, with data: the allocation's last.
+        assert_eq!(known.highest_unknown_to_store(&[listed(55, 1)]), Some(99));
+        // A length the OSD did not report counts as written.
+        assert_eq!(known.highest_unknown_to_store(&[ListedObject { id: object_id(0, 58), logical_len: None }]), Some(99));
+        // Without pools the listing starts at the allocation.
+        assert_eq!(Known { next: 7, pools: vec![] }.first_to_list(), 7);
+    }
 }

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use tessera_initiator::osd_client::OsdError;
 use tessera_mds_proto::{ObjectRef, OsdUsage};
 
-use crate::objects::{DataObjects, ObjectData, ObjectsError};
+use crate::objects::{DataObjects, ListedObject, ObjectData, ObjectsError};
 use crate::periodic::Periodic;
 
 /// How often OSDs not heard from meanwhile are probed.
@@ -273,6 +273,10 @@ impl DataObjects for Watched {
 
     fn list(&self, osd: u32) -> Result<Vec<u64>, ObjectsError> {
         self.on(osd, |o| o.list(osd))
+    }
+
+    fn lengths_in(&self, osd: u32, ids: std::ops::Range<u64>) -> Result<Vec<ListedObject>, ObjectsError> {
+        self.on(osd, |o| o.lengths_in(osd, ids))
     }
 }
 

@@ -47,7 +47,7 @@ pub mod truncation;
 pub mod wal_vfs;
 pub mod workers;
 
-pub use objects::{DataObjects, ObjectData, ObjectsError, OsdObjects};
+pub use objects::{DataObjects, ListedObject, ObjectData, ObjectsError, OsdObjects};
 pub use peer::{MdsConnection, PeerError};
 pub use pools::PrecreateConfig;
 pub use security::{OsdSecret, SecurityConfig, SecurityManager};

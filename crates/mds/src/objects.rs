@@ -94,22 +94,23 @@ pub trait DataObjects: Send + Sync {
     fn set_logical_len(&self, object: ObjectRef, len: u64) -> Result<(), ObjectsError>;
     /// Every user object id in OSD `osd`'s data partition (for repair).
     fn list(&self, osd: u32) -> Result<Vec<u64>, ObjectsError>;
-    /// The user object ids in OSD `osd`'s data partition from `first` on, in ascending order.
-    fn list_from(&self, osd: u32, first: u64) -> Result<Vec<u64>, ObjectsError> {
-        let mut ids: Vec<u64> = self.list(osd)?.into_iter().filter(|&id| id >= first).collect();
-        ids.sort_unstable();
-        Ok(ids)
+    /// The user objects on OSD `osd` whose ids fall in `ids`, in ascending order, each with
+    /// its logical length (`None` where the OSD reported none).
+    fn lengths_in(&self, osd: u32, ids: std::ops::Range<u64>) -> Result<Vec<ListedObject>, ObjectsError> {
+        let mut found: Vec<u64> = self.list(osd)?.into_iter().filter(|id| ids.contains(id)).collect();
+        found.sort_unstable();
+        found
+            .into_iter()
+            .map(|id| Ok(ListedObject { id, logical_len: Some(self.logical_len(ObjectRef { osd, object_id: id })?) }))
+            .collect()
     }
-    /// Of those, the ids whose logical length is not 0 (data was written).
-    fn written_from(&self, osd: u32, first: u64) -> Result<Vec<u64>, ObjectsError> {
-        let mut written = Vec::new();
-        for id in self.list_from(osd, first)? {
-            if self.logical_len(ObjectRef { osd, object_id: id })? > 0 {
-                written.push(id);
-            }
-        }
-        Ok(written)
-    }
+}
+
+/// One object found by [`DataObjects::lengths_in`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListedObject {
+    pub id: u64,
+    pub logical_len: Option<u64>,
 }
 
 /// What a data object says of its file's data.
@@ -249,28 +250,24 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
         Ok(client.list_all(*partition)?)
     }
 
-    fn list_from(&self, osd: u32, first: u64) -> Result<Vec<u64>, ObjectsError> {
+    /// One LIST with lengths per page, from `ids.start`, stopping at the first page that
+    /// reaches `ids.end` (the ids after it are someone else's).
+    fn lengths_in(&self, osd: u32, ids: std::ops::Range<u64>) -> Result<Vec<ListedObject>, ObjectsError> {
         let (client, partition) = self.node(osd)?;
-        Ok(client.list_all_from(*partition, first)?)
-    }
-
-    /// One LIST per page, each entry with its logical length.
-    fn written_from(&self, osd: u32, first: u64) -> Result<Vec<u64>, ObjectsError> {
-        let (client, partition) = self.node(osd)?;
-        let mut params = ListParams { initial_oid: first, attrs: Some(vec![USER_OBJECT_LOGICAL_LENGTH]), ..ListParams::default() };
-        let mut written = Vec::new();
+        let mut params = ListParams { initial_oid: ids.start, attrs: Some(vec![USER_OBJECT_LOGICAL_LENGTH]), ..ListParams::default() };
+        let mut found = Vec::new();
         loop {
             let page = client.list(*partition, &params)?;
-            for e in &page.entries {
-                let len = e.attrs.iter().find(|a| a.id == USER_OBJECT_LOGICAL_LENGTH).and_then(|a| a.value.as_deref()).and_then(tessera_osd_proto::pages::value_u64);
-                if len != Some(0) {
-                    written.push(e.object_id);
-                }
+            for e in page.entries.iter().filter(|e| ids.contains(&e.object_id)) {
+                let len = e.attrs.iter().find(|a| a.id == USER_OBJECT_LOGICAL_LENGTH).and_then(|a| a.value.as_deref());
+                found.push(ListedObject { id: e.object_id, logical_len: len.and_then(tessera_osd_proto::pages::value_u64) });
             }
-            if page.continuation_oid == 0 || page.continuation_oid == params.initial_oid {
-                return Ok(written);
+            let next = page.continuation_oid;
+            if next == 0 || next >= ids.end || next == params.initial_oid {
+                found.sort_unstable_by_key(|o| o.id);
+                return Ok(found);
             }
-            params.initial_oid = page.continuation_oid;
+            params.initial_oid = next;
             params.list_id = page.list_id;
         }
     }
