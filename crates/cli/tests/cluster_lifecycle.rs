@@ -192,19 +192,30 @@ fn down_finds_daemons_that_daemons_json_does_not_name() {
     assert!(processes_under(c.path()).is_empty(), "{:?}", processes_under(c.path()));
 }
 
+/// Goal: frozen daemons are killed and named, and several cost one grace period together,
+/// not one each.
 #[test]
 fn down_fails_when_a_daemon_does_not_shut_down_cleanly() {
     let c = ClusterDir::new();
-    run_ok(&c.up_args("1"));
-    let osd0 = c.pid_of("osd0");
+    run_ok(&c.up_args("2"));
+    let frozen = [c.pid_of("osd0"), c.pid_of("osd1")];
     // A frozen OSD cannot act on SIGTERM: down must kill it and say it did not flush.
-    // SAFETY: kill(2) on a daemon this test started.
-    unsafe { libc::kill(osd0 as libc::pid_t, libc::SIGSTOP) };
+    for pid in frozen {
+        // SAFETY: kill(2) on a daemon this test started.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
+    }
+    let started = Instant::now();
     let out = run(&["down", "--dir", c.arg()]);
+    let waited = started.elapsed();
     let err = text(&out.stderr);
     assert!(!out.status.success(), "down reports the failure: {}", text(&out.stdout));
-    assert!(err.contains(&format!("osd0 (pid {osd0})")) && err.contains("was killed: no clean shutdown"), "{err}");
+    for (name, pid) in ["osd0", "osd1"].iter().zip(frozen) {
+        assert!(err.contains(&format!("{name} (pid {pid})")) && err.contains("was killed: no clean shutdown"), "{err}");
+    }
     assert!(text(&out.stdout).contains("stopped mds0"), "{}", text(&out.stdout));
+    // One 15 s grace period for both, where one after the other would take 30.
+    assert!(waited < Duration::from_secs(25), "down took {waited:?} for two frozen OSDs");
+    assert!(processes_under(c.path()).is_empty(), "{:?}", processes_under(c.path()));
 }
 
 #[test]
