@@ -473,6 +473,23 @@ pub fn check_no_store_missing(dir: &Path, osds: u32, mds: u32) -> Result<()> {
     Ok(())
 }
 
+/// Refuses to restart a secured cluster one of whose OSD master key files is gone while the
+/// OSD's store remains: `up` would write a fresh key, which the OSD (holding the key it was
+/// first given, in its store) refuses, and the metadata server could then not start. A new key
+/// cannot open that OSD, so `--reconfigure` does not waive this; only the key file can.
+pub fn check_no_key_missing(dir: &Path, osds: u32) -> Result<()> {
+    for index in 0..osds {
+        let key = dir.join(KEYS_DIR).join(format!("osd{index}.key"));
+        if dir.join(format!("osd{index}")).is_dir() && !key.exists() {
+            bail!(
+                "{} is missing (deleted or moved?), but OSD {index}'s store holds the master key it was made with and accepts no other; put the file back from a copy (mode 0600). A new key cannot open this OSD's objects",
+                key.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// `count` distinct ports the kernel considers free on `host` (bound together, then released
 /// just before the metadata servers bind them).
 fn free_ports(host: &str, count: u32) -> Result<Vec<String>> {

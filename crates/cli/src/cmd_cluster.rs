@@ -120,6 +120,11 @@ pub fn up(args: UpArgs) -> Result<()> {
     if let Some(was) = recorded.as_ref().filter(|_| !args.reconfigure) {
         crate::cluster::check_no_store_missing(&dir, was.osds.unwrap_or(spec.osds), was.mds.unwrap_or(spec.mds))?;
     }
+    // Secured before and now: each existing OSD store needs the key it was made with.
+    let was_secured = recorded.as_ref().is_some_and(|was| was.security.as_deref() != Some(up_options::NOSEC));
+    if was_secured && spec.security.method.is_some() {
+        crate::cluster::check_no_key_missing(&dir, spec.osds)?;
+    }
     let running = running::find(&dir);
     if !running.is_empty() && running.unknown.is_empty() && running.broken_records.is_none() && !args.reconfigure {
         // Part of the cluster is up: start the rest where they were, as a service manager

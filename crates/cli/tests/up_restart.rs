@@ -150,3 +150,50 @@ fn a_missing_store_is_refused_unless_an_empty_one_is_meant() {
     c.up_ok(&["--reconfigure"]);
     assert!(c.has_store("osd1"), "an empty OSD, as asked");
 }
+
+/// Goal: a deleted master key file is not silently replaced by a new key, which the OSD (holding
+/// the key it was made with) would refuse, leaving a metadata server that cannot start and an
+/// error that names neither the file nor the cause. Method: move a key file away and restart,
+/// plain and with `--reconfigure`; then put it back, and a file written before reads back.
+#[test]
+fn a_missing_master_key_is_refused_not_made_anew() {
+    let c = ClusterDir::new();
+    c.up_ok(&["--osds", "2"]);
+    let cluster = c.path().join("cluster.toml");
+    let cluster = cluster.to_str().unwrap();
+    let local = c.path().join("local");
+    std::fs::write(&local, (0..3u32 << 20).map(|i| (i % 251) as u8).collect::<Vec<u8>>()).unwrap();
+    let out = run(&["put", "--cluster", cluster, local.to_str().unwrap(), "/f"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    c.down();
+    let key = c.path().join("keys").join("osd1.key");
+    let kept = c.path().join("osd1.key.kept");
+    std::fs::rename(&key, &kept).unwrap();
+    for flags in [&[][..], &["--reconfigure"][..]] {
+        let err = c.up_refused(flags);
+        assert!(err.contains(&format!("{} is missing", key.display())) && err.contains("put the file back"), "{err}");
+        assert!(!key.exists(), "no new key was made in its place");
+    }
+    std::fs::rename(&kept, &key).unwrap();
+    c.up_ok(&[]);
+    let back = c.path().join("back");
+    let out = run(&["get", "--cluster", cluster, "/f", back.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::read(&back).unwrap() == std::fs::read(&local).unwrap(), "the file reads back under the kept key");
+}
+
+/// Goal: a key file that does not match the OSD's master key (replaced by another) makes the
+/// metadata server say so, not just report a sense code.
+#[test]
+fn a_master_key_the_osd_does_not_hold_is_named_as_such() {
+    use std::os::unix::fs::PermissionsExt;
+    let c = ClusterDir::new();
+    c.up_ok(&["--osds", "2"]);
+    c.down();
+    let key = c.path().join("keys").join("osd1.key");
+    std::fs::write(&key, format!("{}\n", "5a".repeat(32))).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let err = c.up_refused(&[]);
+    assert!(err.contains("OSD 1 refused the root key signed under the master key this server has for it"), "{err}");
+    assert!(err.contains("give this server the key file the OSD was first started with"), "{err}");
+}

@@ -61,6 +61,24 @@ pub enum SecurityError {
     },
     #[error("OSD {0}: no working key installed yet")]
     NotEstablished(u32),
+    /// The OSD found the root key command's integrity check wrong: it holds a different master
+    /// key than the one this server was given for it.
+    #[error("OSD {osd} refused the root key signed under the master key this server has for it: the OSD holds a different master key (was its key file replaced or made anew?); give this server the key file the OSD was first started with ({source})")]
+    MasterKeyMismatch {
+        osd: u32,
+        #[source]
+        source: Box<OsdError>,
+    },
+}
+
+/// Whether an OSD refused a command for its request integrity check value (invalid field in
+/// the CDB, pointing at the request ICV): the key it was signed with is not the OSD's.
+fn is_bad_request_icv(e: &OsdError) -> bool {
+    e.sense().is_some_and(|s| {
+        s.key == tessera_scsi::SenseKey::IllegalRequest
+            && s.asc_ascq() == 0x2400
+            && s.field_pointer.is_some_and(|f| f.in_cdb && f.byte as usize == tessera_osd_proto::cdb::REQUEST_ICV)
+    })
 }
 
 /// Sends SET KEY to one OSD: the seam the rotation thread uses (implemented by the OSD client).
@@ -160,7 +178,10 @@ impl SecurityManager {
     pub fn establish<T: ScsiTransport + Send + Sync>(&self, osd: u32, client: &OsdClient<T>, now_ms: u64) -> Result<(), SecurityError> {
         let state = self.osd(osd);
         let fail = |source: Box<OsdError>| SecurityError::Osd { osd, source };
-        self.send(osd, client, KeySlot::Root, 0, now_ms).map_err(fail)?;
+        self.send(osd, client, KeySlot::Root, 0, now_ms).map_err(|source| match is_bad_request_icv(&source) {
+            true => SecurityError::MasterKeyMismatch { osd, source },
+            false => fail(source),
+        })?;
         if !client.list_all(0).map_err(|e| fail(Box::new(e)))?.contains(&state.partition_id) {
             client.create_partition(Some(state.partition_id)).map_err(|e| fail(Box::new(e)))?;
         }
