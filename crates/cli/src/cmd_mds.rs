@@ -88,6 +88,7 @@ pub fn parse_capability_method(s: &str) -> Result<SecurityMethod, String> {
 
 pub fn run(args: MdsArgs) -> Result<()> {
     let mut signals = Signals::new([SIGTERM, SIGINT]).context("installing signal handlers")?;
+    crate::parent_tie::watch_if_tied("mds");
     let cluster = ClusterConfig::load(&args.cluster)?;
     let Some(me) = cluster.mds.get(args.index as usize) else {
         bail!("--index {} but {} names only {} metadata server(s)", args.index, args.cluster.display(), cluster.mds.len());

@@ -61,6 +61,7 @@ fn read_master_key(path: &Path) -> Result<Key> {
 pub fn run(args: OsdArgs) -> Result<()> {
     // Signals are blocked for every thread before any is spawned, and taken by one iterator.
     let mut signals = Signals::new([SIGTERM, SIGINT]).context("installing signal handlers")?;
+    crate::parent_tie::watch_if_tied("osd");
     // Read before anything is opened, so a bad secret file stops the OSD at once.
     let chap = args.chap_secret_file.as_deref().map(load_chap_secrets).transpose()?;
     // Held until this process exits: a second OSD on the store would corrupt it.

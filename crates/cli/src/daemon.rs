@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use crate::parent_tie::Tie;
+
 /// How long a daemon may take to print its ready line.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -36,6 +38,8 @@ fn parse_ready(line: &str) -> Option<HashMap<String, String>> {
 pub struct Daemon {
     child: Child,
     pub fields: HashMap<String, String>,
+    /// Stops the daemon if this process dies before handing it off (`parent_tie.rs`).
+    tie: Option<Tie>,
 }
 
 impl Daemon {
@@ -73,7 +77,8 @@ impl Daemon {
             }
             None => (Stdio::inherit(), 0),
         };
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(stderr).process_group(0);
+        let tie = Tie::attach(&mut cmd).context("making the pipe that ties a daemon to this process")?;
+        cmd.stdout(Stdio::piped()).stderr(stderr).process_group(0);
         let mut child = crate::children::spawn(&mut cmd).with_context(|| format!("starting `tessera {what}`"))?;
         let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout pipe"))?;
         let (tx, rx) = mpsc::channel();
@@ -92,7 +97,7 @@ impl Daemon {
             }
         });
         match rx.recv_timeout(READY_TIMEOUT) {
-            Ok(fields) => Ok(Daemon { child, fields }),
+            Ok(fields) => Ok(Daemon { child, fields, tie: Some(tie) }),
             Err(e) => {
                 // Disconnected: stdout closed, so the daemon is exiting; wait for its status.
                 let status = match e {
@@ -121,7 +126,10 @@ impl Daemon {
     }
 
     /// Leaves the daemon running after this handle (and this process) is gone; returns its pid.
-    pub fn detach(self) -> u32 {
+    pub fn detach(mut self) -> u32 {
+        if let Some(tie) = self.tie.take() {
+            tie.release();
+        }
         let pid = self.child.id();
         crate::children::forget(pid);
         std::mem::forget(self);

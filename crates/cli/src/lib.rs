@@ -13,6 +13,7 @@ pub mod demo;
 pub mod fs;
 pub mod lock;
 pub mod netns;
+pub mod parent_tie;
 pub mod report;
 pub mod running;
 pub mod session;

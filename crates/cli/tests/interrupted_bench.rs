@@ -76,3 +76,36 @@ fn an_interrupted_bench_stops_the_daemons_it_started() {
     let left: Vec<_> = std::fs::read_dir(scratch.path()).unwrap().flatten().map(|e| e.file_name()).collect();
     assert!(left.is_empty(), "the interrupted bench left {left:?} behind");
 }
+
+/// Goal: a command that owns its daemons and is killed outright (SIGKILL: no handler, no
+/// destructor) still does not leave them running; each shuts down cleanly on its own, since
+/// its stdin pipe from the command closes (crates/cli/src/parent_tie.rs). Method: a real
+/// `tessera demo`, killed once it reports its five daemons listening.
+#[test]
+fn a_killed_demo_leaves_no_daemon_running() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("demo");
+    let mut demo = Command::new(tessera_exe()).args(["demo", "--dir"]).arg(&data).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut lines = BufReader::new(demo.stdout.take().unwrap()).lines();
+    let mut daemons = Vec::new();
+    while daemons.len() < 5 {
+        let line = lines.next().expect("the demo ended before its daemons listened").unwrap();
+        if let Some(rest) = line.split_once(" pid ").map(|(_, r)| r).filter(|_| line.contains("listening on")) {
+            daemons.push(rest.split_whitespace().next().unwrap().parse::<u32>().unwrap());
+        }
+    }
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(demo.id() as libc::pid_t, libc::SIGKILL) };
+    demo.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while daemons.iter().any(|&p| alive(p)) {
+        assert!(Instant::now() < deadline, "daemons {daemons:?} still run 20 s after the demo was killed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for name in ["mds0", "osd0", "osd3"] {
+        let log = std::fs::read_to_string(data.join("logs").join(format!("{name}.log"))).unwrap();
+        assert!(log.contains("the command that started this daemon is gone; shutting down"), "{name}: {log}");
+        assert!(!log.contains("tessera: error"), "{name} shut down cleanly: {log}");
+    }
+}
