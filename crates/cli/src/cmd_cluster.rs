@@ -290,7 +290,11 @@ pub fn status(args: StatusArgs) -> Result<()> {
         (Some(file), None) => file.clone(),
         (None, None) => bail!("which cluster? give --cluster FILE, --dir DIR, or set TESSERA_CLUSTER"),
     };
-    let config = ClusterConfig::load(&file)?;
+    let config = match (ClusterConfig::load(&file), &args.dir) {
+        (Ok(config), _) => config,
+        (Err(e), Some(dir)) => return status_from_dir(&absolute(dir), &file, anyhow::Error::from(e)),
+        (Err(e), None) => return Err(e.into()),
+    };
     let records = args.dir.as_deref().and_then(|d| read_records(d).ok()).unwrap_or_default();
     // Every daemon at once: a frozen one costs its probe timeout, and several should not
     // cost it one after another.
@@ -319,6 +323,33 @@ pub fn status(args: StatusArgs) -> Result<()> {
         bail!("{down} daemon(s) down");
     }
     Ok(())
+}
+
+/// `status --dir` when the cluster file cannot be read: which daemons run, from the records
+/// and the stores' locks (as `down` finds them), and whether each recorded address still
+/// accepts connections. The command still fails: clients cannot find the cluster.
+fn status_from_dir(dir: &Path, file: &Path, why: anyhow::Error) -> Result<()> {
+    eprintln!("tessera status: warning: {why}\nshowing what {} holds of the daemons instead", dir.display());
+    let running = running::find(dir);
+    println!("{:<6} {:<22} {:<6} detail", "daemon", "address", "state");
+    for r in &running.daemons {
+        let state = match r.addr.as_str() {
+            "" => Ok("running; its address is not recorded".to_string()),
+            addr => reachable(addr).map(|()| "running; accepts connections".to_string()),
+        };
+        print_state(&r.name(), &r.addr, &state, Some(r.pid));
+    }
+    for data in &running.unknown {
+        println!("{:<6} {:<22} {:<6} its store {} is locked by a process still starting", "?", "", "?", data.display());
+    }
+    if running.is_empty() {
+        println!("(no daemon of this cluster runs)");
+    }
+    bail!(
+        "{} cannot be read, so clients cannot find the cluster; `tessera down --dir {d}` then `tessera up --dir {d}` writes it again",
+        file.display(),
+        d = dir.display()
+    )
 }
 
 fn pid_of(records: &[DaemonRecord], role: &str, index: usize) -> Option<u32> {

@@ -348,3 +348,24 @@ fn status_reports_frozen_daemons_as_down_in_bounded_time() {
     assert!(line("osd0").contains(" up "), "{report}");
     assert!(waited < Duration::from_secs(30), "status took {waited:?}");
 }
+
+/// Goal: with its cluster file corrupt, `status --dir` still shows which daemons run (from the
+/// records and the stores' locks), fails, and says how to get the file back.
+#[test]
+fn status_with_a_corrupt_cluster_file_shows_the_daemons_from_the_directory() {
+    let c = ClusterDir::new();
+    run_ok(&c.up_args("2"));
+    let (mds0, osd1) = (c.pid_of("mds0"), c.pid_of("osd1"));
+    std::fs::write(c.path().join("cluster.toml"), "osds = [[").unwrap();
+    let out = run(&["status", "--dir", c.arg()]);
+    let (report, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(!out.status.success(), "{report}");
+    assert!(err.contains("cluster.toml cannot be read, so clients cannot find the cluster") && err.contains("then `tessera up --dir"), "{err}");
+    for (name, pid) in [("mds0", mds0), ("osd1", osd1)] {
+        let line = report.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} in {report}"));
+        assert!(line.contains("accepts connections") && line.contains(&format!("(pid {pid})")), "{report}");
+    }
+    run_ok(&["down", "--dir", c.arg()]);
+    run_ok(&c.up_args("2"));
+    run_ok(&["status", "--dir", c.arg()]);
+}
