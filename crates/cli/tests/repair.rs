@@ -57,6 +57,51 @@ fn repair_reports_orphans_and_removes_them_on_request() {
     cluster.stop().unwrap();
 }
 
+/// Goal: a file whose data object its OSD no longer holds (an OSD store lost or replaced) is
+/// reported by path with the object, and `--remove` leaves the file alone. Method: REMOVE one
+/// object of a striped file behind the metadata server's back (NOSEC lets the test).
+#[test]
+fn repair_names_files_whose_objects_their_osds_lost() {
+    let dir = tempfile::Builder::new().prefix("tessera-repair-").tempdir().unwrap();
+    let spec = ClusterSpec { security: SecuritySpec::nosec(), ..ClusterSpec::new(2) };
+    let cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &spec).unwrap();
+    let client = Client::connect(cluster.config()).unwrap();
+    client.mkdir("/d", 0o755).unwrap();
+    for name in ["/d/whole", "/d/hurt"] {
+        client.create(name, 0o644, Some(tessera_client::StripeHint { stripe_unit: 4096, stripe_count: 2, start_osd: Some(0) })).unwrap().pwrite(0, &[7u8; 20_000]).unwrap();
+    }
+    let file = cluster.cluster_file();
+    let repair = |args: &[&str]| {
+        let mut all = vec!["repair"];
+        all.extend_from_slice(args);
+        let out = run(&all, Some(&file));
+        assert!(out.status.success(), "repair {args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    assert!(repair(&[]).contains("every file's data objects are on their OSDs"));
+
+    let lost = client.open("/d/hurt").unwrap().layout().objects[1];
+    assert_eq!(lost.osd, 1);
+    let osd = &cluster.config().osds[1];
+    let session = Session::login(osd.addr.as_str(), SessionConfig::new("iqn.2026-11.org.tessera:repair-test", &osd.target)).unwrap();
+    let by_hand = OsdClient::new(session, 0);
+    by_hand.remove(tessera_types::ObjectAddr::new(osd.partition_id, lost.object_id)).unwrap();
+
+    for args in [&[][..], &["--remove"][..]] {
+        let report = repair(args);
+        assert!(report.contains("mds0: 1 file(s) whose data objects their OSDs do not hold"), "{report}");
+        assert!(report.contains(&format!("  /d/hurt: osd1 object {:#x}", lost.object_id)), "{report}");
+        assert!(report.contains("repair: 1 file(s) lost data") && !report.contains("/d/whole"), "{report}");
+    }
+    // Its stat says what happened, not that an OSD did not answer.
+    let err = client.stat("/d/hurt").unwrap_err().to_string();
+    assert!(err.contains(&format!("OSD 1 at {} does not hold the file's object {:#x}: that part of the file's data is lost", osd.addr, lost.object_id)), "{err}");
+    assert!(!err.contains("did not answer"), "{err}");
+    assert!(client.readdir("/d").unwrap().iter().any(|e| e.name == "hurt"), "repair leaves the damaged file");
+    assert_eq!(client.open("/d/whole").unwrap().read_to_end().unwrap(), vec![7u8; 20_000]);
+    cluster.stop().unwrap();
+}
+
 /// Goal: the temporary a `put` killed outright leaves (`.<name>.put-<pid>`) is found by
 /// `repair` once it has not been written for an hour, and removed with `--remove`; a younger
 /// one (a copy may still be running) and other hidden files are left alone. Method: a real

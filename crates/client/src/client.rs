@@ -53,6 +53,9 @@ pub struct RepairReport {
     /// Entries on this server naming a directory its home server no longer has (a
     /// cross-server rmdir cut short), at most `limits::FAULTS_LISTED_MAX`.
     pub dangling: Vec<tessera_mds_proto::DanglingEntry>,
+    /// Data objects this server's files name that their OSDs do not hold, at most
+    /// `limits::FAULTS_LISTED_MAX`.
+    pub missing: Vec<tessera_mds_proto::MissingObject>,
 }
 
 pub(crate) struct Inner {
@@ -161,9 +164,10 @@ impl Inner {
     /// layout, which needs no OSD, and which of them the file's metadata server last found
     /// down, from its own record. Either is empty when it cannot be had.
     pub fn places_of(&self, ino: InodeId, op: &'static str, path: &str) -> DataPlaces {
-        let mut osds: Vec<(u32, String)> = match self.layout(ino, op, path) {
-            Ok((layout, _)) => layout.objects.iter().map(|o| (o.osd, self.pool.osd_addr(o.osd).unwrap_or("?").to_string())).collect(),
-            Err(_) => Vec::new(),
+        let layout = self.layout(ino, op, path).ok().map(|(layout, _)| layout);
+        let mut osds: Vec<(u32, String)> = match &layout {
+            Some(layout) => layout.objects.iter().map(|o| (o.osd, self.pool.osd_addr(o.osd).unwrap_or("?").to_string())).collect(),
+            None => Vec::new(),
         };
         osds.sort();
         osds.dedup();
@@ -171,7 +175,12 @@ impl Inner {
             Ok(Reply::OsdsDown(down)) => down,
             _ => Vec::new(),
         };
-        DataPlaces { osds, down }
+        // Every OSD answers, so ask each object itself: one its OSD does not hold is lost.
+        let lost = match &layout {
+            Some(layout) if down.is_empty() => crate::objects::absent(&self.pool, layout, path),
+            _ => Vec::new(),
+        };
+        DataPlaces { osds, down, lost }
     }
 
     /// The directory that holds `path`'s final name, and that name.
@@ -506,7 +515,7 @@ impl Client {
     pub fn repair(&self, remove: bool, older_than_secs: u64) -> Result<Vec<RepairReport>, ClientError> {
         (0..self.inner.mds.server_count())
             .map(|server| match self.inner.mds.call(server, "/", Request::Repair { remove, older_than_secs })? {
-                Ok(Reply::Repair { orphans, found, unlinked, dangling }) => Ok(RepairReport { server, orphans, found, unlinked, dangling }),
+                Ok(Reply::Repair { orphans, found, unlinked, dangling, missing }) => Ok(RepairReport { server, orphans, found, unlinked, dangling, missing }),
                 Ok(other) => Err(self.inner.unexpected(InodeId::new(server, 1), "repair", &other)),
                 Err(source) => Err(ClientError::Fs { op: "repair", path: "/".into(), source }),
             })

@@ -4,7 +4,7 @@
 
 use tessera_initiator::osd_client::OsdError;
 use tessera_layout::{DescriptorError, PlanError};
-use tessera_mds_proto::{ConnectionError, FsError};
+use tessera_mds_proto::{ConnectionError, FsError, ObjectRef};
 use tessera_scsi::SenseKey;
 use thiserror::Error;
 
@@ -32,7 +32,7 @@ pub enum ClientError {
     },
     /// A file's size needs the length of each of its data objects, and an OSD holding one did
     /// not answer the metadata server (the errno is EIO).
-    #[error("{op} {path}: input/output error: the size is unknown because {}; `tessera status` shows which daemon is down", places.unanswered())]
+    #[error("{op} {path}: input/output error: the size is unknown because {}", places.why_unknown())]
     SizeUnknown { op: &'static str, path: String, places: DataPlaces },
     /// A chmod of a file was recorded, but revoking the capabilities issued before it could
     /// not reach every OSD holding the file's data (the errno is EIO). Until those OSDs answer
@@ -133,12 +133,33 @@ pub struct DataPlaces {
     /// Those of them the file's metadata server last found unreachable (empty when it knows
     /// of none, e.g. the OSD answered again meanwhile).
     pub down: Vec<u32>,
+    /// The file's objects whose OSDs answered that they do not hold them (looked for only
+    /// when no OSD is known to be down).
+    pub lost: Vec<ObjectRef>,
 }
 
 impl DataPlaces {
     /// "the metadata server cannot reach OSD 2 at HOST:PORT (the file's data is on OSD 0 at
     /// ..., OSD 2 at ...)", or without a known culprit "an OSD holding the file's data did not
     /// answer the metadata server (...)".
+    /// Why a size could not be read: [`DataPlaces::unanswered`] with where to look, or the
+    /// objects an OSD answered it does not hold.
+    pub fn why_unknown(&self) -> String {
+        if self.lost.is_empty() {
+            return format!("{}; `tessera status` shows which daemon is down", self.unanswered());
+        }
+        let lost: Vec<String> = self
+            .lost
+            .iter()
+            .map(|o| format!("OSD {} at {} does not hold the file's object {:#x}", o.osd, self.addr_of(o.osd), o.object_id))
+            .collect();
+        format!("{}: that part of the file's data is lost (the OSD's store was lost or replaced; `tessera repair` lists every such file)", lost.join(", "))
+    }
+
+    fn addr_of(&self, osd: u32) -> &str {
+        self.osds.iter().find(|(i, _)| *i == osd).map_or("?", |(_, addr)| addr.as_str())
+    }
+
     pub fn unanswered(&self) -> String {
         let named = |osds: &mut dyn Iterator<Item = &(u32, String)>| osds.map(|(i, addr)| format!("OSD {i} at {addr}")).collect::<Vec<_>>().join(", ");
         let all = if self.osds.is_empty() { String::new() } else { format!(" (the file's data is on {})", named(&mut self.osds.iter())) };

@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 
 use tessera_initiator::osd_client::OsdError;
-use tessera_mds_proto::FileLayout;
+use tessera_mds_proto::{FileLayout, ObjectRef};
 use tessera_osd_proto::pages::{value_u64, USER_OBJECT_LOGICAL_LENGTH};
 use tessera_osd_proto::{AttrId, Attribute, FlushScope, RetrievedAttr, ServiceAction};
 use tessera_types::ObjectAddr;
@@ -50,6 +50,20 @@ pub fn lengths(pool: &OsdPool, layout: &FileLayout, path: &str) -> Result<Vec<u6
             OsdError::Missing { peer: lease.conn.peer(), service_action: ServiceAction::GetAttributes, what: "the logical length" }
         })
     })
+}
+
+/// The objects of `layout` whose OSDs answer that they do not hold them (none when any OSD
+/// fails otherwise: then nothing is known).
+pub fn absent(pool: &OsdPool, layout: &FileLayout, path: &str) -> Vec<ObjectRef> {
+    let found = each_object(pool, layout, path, |lease, addr| match lease.conn.get_attributes(addr, &[USER_OBJECT_LOGICAL_LENGTH]) {
+        Ok(_) => Ok(false),
+        Err(e) if e.is_no_such_object() => Ok(true),
+        Err(e) => Err(e),
+    });
+    match found {
+        Ok(absent) => layout.objects.iter().zip(absent).filter(|(_, absent)| *absent).map(|(o, _)| *o).collect(),
+        Err(_) => Vec::new(),
+    }
 }
 
 /// The file size the objects' lengths imply.

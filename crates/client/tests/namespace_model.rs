@@ -77,11 +77,17 @@ fn local_parent(root: &OwnedFd, path: &str) -> Result<(OwnedFd, CString), i32> {
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
     how.resolve = libc::RESOLVE_IN_ROOT;
-    // SAFETY: a valid dirfd, NUL-terminated path and open_how of the size passed.
-    let fd = unsafe { libc::syscall(libc::SYS_openat2, root.as_raw_fd(), c.as_ptr(), &how as *const libc::open_how, std::mem::size_of::<libc::open_how>()) };
-    if fd < 0 {
-        return Err(errno());
-    }
+    // openat2(2) with RESOLVE_IN_ROOT fails with EAGAIN when a rename anywhere on the system
+    // raced the walk of a ".."; the man page's answer is to try again.
+    let fd = loop {
+        // SAFETY: a valid dirfd, NUL-terminated path and open_how of the size passed.
+        let fd = unsafe { libc::syscall(libc::SYS_openat2, root.as_raw_fd(), c.as_ptr(), &how as *const libc::open_how, std::mem::size_of::<libc::open_how>()) };
+        match fd {
+            fd if fd >= 0 => break fd,
+            _ if errno() == libc::EAGAIN => continue,
+            _ => return Err(errno()),
+        }
+    };
     // SAFETY: the kernel just returned this descriptor.
     Ok((unsafe { OwnedFd::from_raw_fd(fd as i32) }, CString::new(name).unwrap()))
 }

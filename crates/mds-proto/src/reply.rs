@@ -7,7 +7,7 @@ use crate::error::{DecodeError, FsError};
 use crate::grant::{decode_grant, encode_grant, Grant};
 use crate::usage::{decode_usage, encode_usage, OsdUsage};
 use crate::limits::{FAULTS_LISTED_MAX, ORPHANS_LISTED_MAX, OSDS_MAX, READDIR_ENTRIES_MAX, SYMLINK_LEN_MAX};
-use crate::types::{Attr, ClusterMap, DanglingEntry, DirEntry, FileLayout, InodeId, ObjectRef, StatFs, StripeHint};
+use crate::types::{Attr, ClusterMap, DanglingEntry, DirEntry, FileLayout, InodeId, MissingObject, ObjectRef, StatFs, StripeHint};
 use crate::wire::{Reader, Writer};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,8 +33,9 @@ pub enum Reply {
     /// Repair: the orphans found (the first [`ORPHANS_LISTED_MAX`] of them) and how many there
     /// were in all; directory inodes homed here that no entry names (`unlinked`) and entries
     /// here naming a directory its home server no longer has (`dangling`), the first
-    /// [`FAULTS_LISTED_MAX`] of each.
-    Repair { orphans: Vec<ObjectRef>, found: u64, unlinked: Vec<InodeId>, dangling: Vec<DanglingEntry> },
+    /// [`FAULTS_LISTED_MAX`] of each; and the data objects files here name that their OSDs do
+    /// not hold (`missing`, the first [`FAULTS_LISTED_MAX`]).
+    Repair { orphans: Vec<ObjectRef>, found: u64, unlinked: Vec<InodeId>, dangling: Vec<DanglingEntry>, missing: Vec<MissingObject> },
     /// OsdsDown: OSD indices in ascending order.
     OsdsDown(Vec<u32>),
 }
@@ -134,7 +135,7 @@ impl Reply {
                 w.u8(tag::OSD_USAGE);
                 encode_usage(u, w);
             }
-            Reply::Repair { orphans, found, unlinked, dangling } => {
+            Reply::Repair { orphans, found, unlinked, dangling, missing } => {
                 w.u8(tag::REPAIR);
                 w.count(orphans.len(), ORPHANS_LISTED_MAX);
                 for o in orphans {
@@ -149,6 +150,10 @@ impl Reply {
                 w.count(dangling.len(), FAULTS_LISTED_MAX);
                 for d in dangling {
                     d.encode(w);
+                }
+                w.count(missing.len(), FAULTS_LISTED_MAX);
+                for m in missing {
+                    m.encode(w);
                 }
             }
             Reply::OsdsDown(osds) => {
@@ -212,7 +217,12 @@ impl Reply {
                 for _ in 0..n {
                     dangling.push(DanglingEntry::decode(r)?);
                 }
-                Reply::Repair { orphans, found, unlinked, dangling }
+                let n = r.count("missing objects", FAULTS_LISTED_MAX, MissingObject::WIRE_LEN)?;
+                let mut missing = Vec::with_capacity(n);
+                for _ in 0..n {
+                    missing.push(MissingObject::decode(r)?);
+                }
+                Reply::Repair { orphans, found, unlinked, dangling, missing }
             }
             tag::OSDS_DOWN => {
                 let n = r.count("down OSDs", OSDS_MAX, 4)?;

@@ -363,6 +363,28 @@ impl StatFs {
     }
 }
 
+/// A data object a file's layout names that its OSD does not hold (the OSD's store was lost or
+/// replaced): that part of the file's data is gone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MissingObject {
+    pub ino: InodeId,
+    pub object: ObjectRef,
+}
+
+impl MissingObject {
+    pub const WIRE_LEN: usize = 8 + 4 + 8;
+
+    pub fn encode(&self, w: &mut Writer) {
+        w.u64(self.ino.0);
+        w.u32(self.object.osd);
+        w.u64(self.object.object_id);
+    }
+
+    pub fn decode(r: &mut Reader) -> Result<MissingObject, DecodeError> {
+        Ok(MissingObject { ino: InodeId(r.u64()?), object: ObjectRef { osd: r.u32()?, object_id: r.u64()? } })
+    }
+}
+
 /// An entry naming a directory inode that the inode's home server no longer has: what a
 /// cross-server rmdir leaves when it stops between removing the inode and dropping the entry.
 #[derive(Clone, Debug, PartialEq, Eq)]

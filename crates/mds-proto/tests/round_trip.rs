@@ -119,13 +119,15 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
             prop::collection::vec(any::<(u32, u64)>(), 0..20),
             0u64..1000,
             prop::collection::vec(any::<u64>(), 0..8),
-            prop::collection::vec((any::<u64>(), name(), any::<u64>()), 0..8)
+            prop::collection::vec((any::<u64>(), name(), any::<u64>()), 0..8),
+            prop::collection::vec(any::<(u64, u32, u64)>(), 0..8)
         )
-            .prop_map(|(v, extra, unlinked, dangling)| Reply::Repair {
+            .prop_map(|(v, extra, unlinked, dangling, missing)| Reply::Repair {
                 found: v.len() as u64 + extra,
                 orphans: v.into_iter().map(|(osd, object_id)| ObjectRef { osd, object_id }).collect(),
                 unlinked: unlinked.into_iter().map(InodeId).collect(),
                 dangling: dangling.into_iter().map(|(dir, name, ino)| DanglingEntry { dir: InodeId(dir), name, ino: InodeId(ino) }).collect(),
+                missing: missing.into_iter().map(|(ino, osd, object_id)| MissingObject { ino: InodeId(ino), object: ObjectRef { osd, object_id } }).collect(),
             }),
         prop::collection::btree_set(0u32..1024, 0..10).prop_map(|set| Reply::OsdsDown(set.into_iter().collect())),
         any::<[u64; 4]>().prop_map(|v| Reply::StatFs(StatFs { files: v[0], directories: v[1], symlinks: v[2], pending_removals: v[3] })),

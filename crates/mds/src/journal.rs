@@ -11,11 +11,14 @@
 //! accounted for by their ranges instead (`store/precreate.rs`), and enter the journal only
 //! when a range is abandoned.
 //!
-//! [`orphans`] is the repair check for what the journal cannot cover (objects made by hand, or a
-//! store restored from an old backup): ids on the OSDs that this server allocated and that no
-//! file and no journal row accounts for.
+//! [`audit`] is the repair check for what the journal cannot cover: orphans (objects made by
+//! hand, or a store restored from an old backup: ids on the OSDs that this server allocated and
+//! that no file and no journal row accounts for), and, the other way round, files' objects
+//! that their OSD no longer holds (an OSD store lost or replaced).
 
-use tessera_mds_proto::{FsError, ObjectRef};
+use std::collections::HashSet;
+
+use tessera_mds_proto::{FsError, MissingObject, ObjectRef};
 
 use crate::namespace::Namespace;
 use crate::objects::{DataObjects, ObjectsError};
@@ -62,23 +65,42 @@ pub fn resume(ns: &Namespace, objects: &dyn DataObjects) -> Result<usize, FsErro
     Ok(drain(ns, objects, &list))
 }
 
-/// Objects on OSDs `0..osd_count` that this server allocated and nothing references.
-pub fn orphans(ns: &Namespace, objects: &dyn DataObjects, osd_count: u32) -> Result<Vec<ObjectRef>, FsError> {
+/// What repair finds comparing the OSDs' objects with this server's records.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Audit {
+    /// Objects on the OSDs that this server allocated and nothing references.
+    pub orphans: Vec<ObjectRef>,
+    /// Objects this server's files name that their OSDs do not hold, with the file's inode.
+    pub missing: Vec<MissingObject>,
+}
+
+/// Lists OSDs `0..osd_count` and compares them with what this server accounts for. The
+/// records are read before and after the listing: an object is an orphan only if the later
+/// read does not know it (one created meanwhile is known by then), and missing only if both
+/// name it as a file's (one whose file went meanwhile may be removed already). Object ids are
+/// never reused, so an object named by both reads was named throughout the listing.
+pub fn audit(ns: &Namespace, objects: &dyn DataObjects, osd_count: u32) -> Result<Audit, FsError> {
     let server = ns.server();
-    let mut found = Vec::new();
+    let before = ns.read(|s| s.accounting())?;
     let mut lists = Vec::new();
     for osd in 0..osd_count {
         let ids = objects.list(osd).map_err(|e| {
             tracing::error!(osd, %e, "cannot list objects for repair");
             FsError::Io
         })?;
-        lists.push((osd, ids));
+        lists.push(ids.into_iter().map(|object_id| ObjectRef { osd, object_id }).collect::<HashSet<_>>());
     }
-    // Read after listing: an object created meanwhile is already accounted for.
-    let accounting = ns.read(|s| s.accounting())?;
-    for (osd, ids) in lists {
-        let mine = ids.into_iter().filter(|id| object_server(*id) == Some(server)).map(|object_id| ObjectRef { osd, object_id });
-        found.extend(mine.filter(|o| !accounting.knows(*o)));
+    let after = ns.read(|s| s.accounting())?;
+    let mut audit = Audit::default();
+    for on_osd in &lists {
+        audit.orphans.extend(on_osd.iter().filter(|o| object_server(o.object_id) == Some(server) && !after.knows(**o)));
     }
-    Ok(found)
+    audit.orphans.sort_unstable_by_key(|o| (o.osd, o.object_id));
+    audit.missing = before
+        .files()
+        .filter(|(o, ino)| after.file_of(**o) == Some(**ino) && lists.get(o.osd as usize).is_some_and(|l| !l.contains(o)))
+        .map(|(&object, &ino)| MissingObject { ino, object })
+        .collect();
+    audit.missing.sort_unstable_by_key(|m| (m.ino.0, m.object.osd, m.object.object_id));
+    Ok(audit)
 }

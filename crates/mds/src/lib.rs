@@ -51,5 +51,6 @@ pub use objects::{DataObjects, ListedObject, ObjectData, ObjectsError, OsdObject
 pub use peer::{MdsConnection, PeerError};
 pub use pools::PrecreateConfig;
 pub use security::{OsdSecret, SecurityConfig, SecurityManager};
+pub use journal::Audit;
 pub use server::{Answer, Mds, MdsConfig, OpenError};
 pub use store::Store;

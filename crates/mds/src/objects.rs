@@ -157,10 +157,10 @@ fn policy_tag_attr() -> AttrId {
     AttrId::new(policy_page(tessera_osd_proto::pages::USER_OBJECT_PAGE_BASE), POLICY_ACCESS_TAG)
 }
 
-/// An OSD refuses a command on a missing user object with ILLEGAL REQUEST, INVALID FIELD IN CDB
-/// (pointing at the object id); for REMOVE that means the object is already gone.
+/// For REMOVE, an object (or partition) that does not exist is already gone. Only that refusal:
+/// the same code pointing at the request ICV (a key the OSD does not hold) removed nothing.
 fn is_absent(e: &OsdError) -> bool {
-    e.sense().is_some_and(|s| s.key == SenseKey::IllegalRequest && s.asc_ascq() == 0x2400)
+    e.is_no_such_object()
 }
 
 impl<T: ScsiTransport> DataObjects for OsdObjects<T> {

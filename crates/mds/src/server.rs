@@ -23,7 +23,7 @@ use thiserror::Error;
 use crate::commit::Pending;
 use crate::db::DbError;
 use crate::health::{OsdHealth, Prober, Watched};
-use crate::journal;
+use crate::journal::{self, Audit};
 use crate::namespace::{Namespace, NamespaceError};
 use crate::objects::DataObjects;
 use crate::peer::{MdsConnection, PEER_TIMEOUT};
@@ -206,22 +206,27 @@ impl Mds {
         Ok(retags + lengths + journal::resume(&self.ns, self.objects.as_ref())?)
     }
 
-    /// Objects on the OSDs that this server allocated and nothing references.
-    pub fn repair(&self) -> Result<Vec<ObjectRef>, FsError> {
-        journal::orphans(&self.ns, self.objects.as_ref(), self.osd_count())
+    /// Objects on the OSDs that this server allocated and nothing references, and objects its
+    /// files name that the OSDs do not hold (`journal::audit`).
+    pub fn repair(&self) -> Result<Audit, FsError> {
+        journal::audit(&self.ns, self.objects.as_ref(), self.osd_count())
     }
 
-    /// `Request::Repair`: the orphans [`Mds::repair`] finds; with `remove`, they are journaled
+    /// `Request::Repair`: what [`Mds::repair`] finds; with `remove`, the orphans are journaled
     /// and the journal drained, so those whose OSD answers are gone when this returns and the
     /// rest go when it does. An object an unlink removed while the OSDs were being listed can
-    /// show up here too: it is gone already, and removing it again is harmless.
+    /// show up here too: it is gone already, and removing it again is harmless. Missing
+    /// objects are only reported: their data is gone, and the files stay for their owners.
     ///
     /// It also checks what this server holds of directories split across servers
     /// (`split_repair.rs`), with `older_than_secs` keeping mkdirs still running out.
     fn repair_request(&self, remove: bool, older_than_secs: u64) -> Result<Reply, FsError> {
-        let orphans = self.repair()?;
+        let Audit { orphans, mut missing } = self.repair()?;
         if !orphans.is_empty() {
             tracing::warn!(found = orphans.len(), remove, "repair found objects that no file, precreated range or removal accounts for");
+        }
+        if !missing.is_empty() {
+            tracing::error!(found = missing.len(), "repair found files whose data objects their OSDs do not hold");
         }
         if remove && !orphans.is_empty() {
             self.ns.write(|s| s.journal_orphans(&orphans))?;
@@ -235,7 +240,8 @@ impl Mds {
         let (mut unlinked, mut dangling) = self.split_faults(remove, older_than_secs)?;
         unlinked.truncate(tessera_mds_proto::limits::FAULTS_LISTED_MAX as usize);
         dangling.truncate(tessera_mds_proto::limits::FAULTS_LISTED_MAX as usize);
-        Ok(Reply::Repair { orphans, found, unlinked, dangling })
+        missing.truncate(tessera_mds_proto::limits::FAULTS_LISTED_MAX as usize);
+        Ok(Reply::Repair { orphans, found, unlinked, dangling, missing })
     }
 
     /// Precreated objects ready per OSD, as last known.

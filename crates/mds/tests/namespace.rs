@@ -120,7 +120,7 @@ fn namespace_operations_and_their_errors() {
     m.handle(Request::Rmdir { parent: root, name: "e".into() }).unwrap();
     assert_eq!(names(&m, root), vec!["d".to_string(), "s".to_string()]);
     assert_eq!(m.handle(Request::GetAttr { ino: e.ino }), Err(FsError::Stale));
-    assert_eq!(m.repair(), Ok(vec![]));
+    assert_eq!(m.repair(), Ok(tessera_mds::Audit::default()));
 }
 
 #[test]
@@ -217,7 +217,7 @@ fn unlink_journal_survives_a_failed_remove_and_a_restart() {
         }
         assert!(layout.objects.iter().all(|o| flaky.logical_len(*o).is_ok()), "objects still on the OSDs");
         // Repair does not call journaled objects orphans.
-        assert_eq!(m.repair(), Ok(vec![]));
+        assert_eq!(m.repair(), Ok(tessera_mds::Audit::default()));
         layout
         // The MDS "crashes" here (dropped without draining).
     };
@@ -256,7 +256,7 @@ fn an_osd_down_fails_creates_on_it_and_leaks_nothing() {
         other => panic!("{other:?}"),
     };
     assert_eq!(f.objects[2].object_id, tessera_mds::store::files::object_id(0, 1), "the first range of OSD 2 was retried, not replaced");
-    assert_eq!(m.repair(), Ok(vec![]));
+    assert_eq!(m.repair(), Ok(tessera_mds::Audit::default()));
 }
 
 #[test]
@@ -273,7 +273,33 @@ fn repair_reports_orphans() {
     objects.create(&[orphan]).unwrap();
     // One outside its range belongs to another server and is not judged here.
     objects.create(&[ObjectRef { osd: 0, object_id: tessera_mds::store::files::object_id(1, 5) }]).unwrap();
-    assert_eq!(m.repair(), Ok(vec![orphan]));
+    assert_eq!(m.repair(), Ok(tessera_mds::Audit { orphans: vec![orphan], missing: vec![] }));
+}
+
+/// Goal: repair also reports the other way round: a file's data object that its OSD no longer
+/// holds (an OSD store lost or replaced), naming the file's inode; and nothing for a file
+/// whose objects are all there. Method: REMOVE one object of a striped file behind the
+/// server's back.
+#[test]
+fn repair_reports_files_whose_objects_are_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (real, _devices) = real_osds(tmp.path(), 2);
+    let objects = Arc::new(real);
+    let m = open_single(tmp.path(), objects.clone(), 2);
+    let two = StripeHint { stripe_unit: 4096, stripe_count: 2, start_osd: Some(0) };
+    let create = |name: &str| match m.handle(Request::Create { parent: InodeId::ROOT, name: name.into(), new: NEW, stripe: Some(two) }) {
+        Ok(Reply::Created { attr, layout, .. }) => (attr.ino, layout),
+        other => panic!("{other:?}"),
+    };
+    let (_, whole) = create("whole");
+    let (hurt, layout) = create("hurt");
+    assert_eq!(m.repair(), Ok(tessera_mds::Audit::default()));
+    let lost = layout.objects[1];
+    objects.remove(lost).unwrap();
+    let audit = m.repair().unwrap();
+    assert_eq!(audit.missing, vec![tessera_mds_proto::MissingObject { ino: hurt, object: lost }]);
+    assert!(audit.orphans.is_empty(), "{audit:?}");
+    assert!(whole.objects.iter().all(|o| audit.missing.iter().all(|m| m.object != *o)));
 }
 
 /// Goal: a truncate never leaves a file half cut. With an OSD already down nothing changes

@@ -92,8 +92,8 @@ fn one_namespace_over_two_servers() {
     assert_eq!(c.call(0, Request::Lookup { parent: root, name: "moved".into() }), Err(FsError::NotFound));
 
     // Neither server leaked an object.
-    assert_eq!(mds0.repair(), Ok(vec![]));
-    assert_eq!(mds1.repair(), Ok(vec![]));
+    assert_eq!(mds0.repair(), Ok(tessera_mds::Audit::default()));
+    assert_eq!(mds1.repair(), Ok(tessera_mds::Audit::default()));
     match c.call(0, Request::ClusterMap).unwrap() {
         Reply::ClusterMap(m) => assert_eq!(m.servers, addrs),
         other => panic!("{other:?}"),

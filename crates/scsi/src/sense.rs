@@ -299,10 +299,16 @@ impl std::fmt::Display for Sense {
             let place = if fp.in_cdb { "CDB" } else { "parameter data" };
             write!(f, " at {place} byte {}", fp.byte)?;
         }
-        if let Some(words) = meaning(self.asc, self.ascq) {
-            write!(f, " ({words})")?;
+        match (self.asc, self.ascq, self.field_pointer) {
+            // The OSD CDB's partition and object ids (OSD-2 r05 §5.2.1): a refusal pointing at
+            // one of them says that object does not exist.
+            (0x24, 0x00, Some(FieldPointer { in_cdb: true, byte: 16, .. })) => write!(f, " (invalid field in CDB: the partition id; no such partition)"),
+            (0x24, 0x00, Some(FieldPointer { in_cdb: true, byte: 24, .. })) => write!(f, " (invalid field in CDB: the object id; no such object)"),
+            _ => match meaning(self.asc, self.ascq) {
+                Some(words) => write!(f, " ({words})"),
+                None => Ok(()),
+            },
         }
-        Ok(())
     }
 }
 
@@ -340,6 +346,17 @@ pub enum SenseDecodeError {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Goal: a refusal pointing at the OSD CDB's partition or object id reads as "no such
+    /// object", and one pointing elsewhere (the request ICV) does not.
+    #[test]
+    fn a_refused_id_reads_as_no_such_object() {
+        assert!(Sense::invalid_cdb_field(24).to_string().ends_with("at CDB byte 24 (invalid field in CDB: the object id; no such object)"));
+        assert!(Sense::invalid_cdb_field(16).to_string().contains("no such partition"));
+        let icv = Sense::invalid_cdb_field(184).to_string();
+        assert!(icv.ends_with("at CDB byte 184 (invalid field in CDB)"), "{icv}");
+        assert!(!Sense::invalid_param_field(24).to_string().contains("no such"));
+    }
 
     #[test]
     fn invalid_field_round_trips_with_pointer() {

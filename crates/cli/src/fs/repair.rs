@@ -3,6 +3,10 @@
 //! keeps unlink and create from leaking; orphans come from outside it, such as a metadata
 //! store restored from an old backup). Reports them, and with `--remove` removes them.
 //!
+//! Each server also reports the other way round: data objects its files name that their OSDs
+//! do not hold (an OSD store lost, or replaced with `up --reconfigure`), by the file's path.
+//! Those are never removed.
+//!
 //! Each server also checks the directories split across servers: a directory inode nobody
 //! names (a cross-server mkdir cut short, older than `--older-than`), an entry naming a gone
 //! directory (a cross-server rmdir cut short); `--remove` removes both.
@@ -15,11 +19,12 @@
 //! source aside (`.<name>.tessera-mv-src-<pid>`); one left so as long is reported with the
 //! command that puts it back, and never removed: it holds the only copy of its data.
 
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Result;
 use clap::Args;
-use tessera_client::{Client, FileType, FsError};
+use tessera_client::{Client, FileType, FsError, InodeId};
 
 use super::ClusterArg;
 
@@ -60,7 +65,9 @@ pub fn repair(args: RepairArgs) -> Result<()> {
     }
     report_split_faults(&reports, args.remove);
     let cutoff = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().saturating_sub(args.older_than);
-    let (stale, claimed) = stale_temporaries(&client, cutoff.as_secs() as i64)?;
+    let damaged: HashSet<InodeId> = reports.iter().flat_map(|r| r.missing.iter().map(|m| m.ino)).collect();
+    let Walked { temporaries: stale, claimed, paths } = walk(&client, cutoff.as_secs() as i64, &damaged)?;
+    report_missing(&reports, &paths);
     for (path, size) in &stale {
         if args.remove {
             client.unlink(path)?;
@@ -110,6 +117,34 @@ fn report_split_faults(reports: &[tessera_client::RepairReport], removed: bool) 
     }
 }
 
+/// Files whose data objects their OSDs do not hold (`RepairReport::missing`), by path where
+/// the walk found one. Never removed: what is left of the file is its owner's to judge.
+fn report_missing(reports: &[tessera_client::RepairReport], paths: &HashMap<InodeId, String>) {
+    let mut files = 0;
+    for r in reports.iter().filter(|r| !r.missing.is_empty()) {
+        let mut by_file: Vec<(InodeId, Vec<String>)> = Vec::new();
+        for m in &r.missing {
+            let object = format!("osd{} object {:#x}", m.object.osd, m.object.object_id);
+            match by_file.last_mut() {
+                Some((ino, objects)) if *ino == m.ino => objects.push(object),
+                _ => by_file.push((m.ino, vec![object])),
+            }
+        }
+        files += by_file.len();
+        println!("mds{}: {} file(s) whose data objects their OSDs do not hold (an OSD store lost or replaced)", r.server, by_file.len());
+        for (ino, objects) in &by_file {
+            let path = paths.get(ino).map_or_else(|| format!("inode {:#x} (not found in the namespace walk)", ino.0), Clone::clone);
+            println!("  {path}: {}", objects.join(", "));
+        }
+    }
+    match files {
+        0 => println!("repair: every file's data objects are on their OSDs"),
+        n => println!(
+            "repair: {n} file(s) lost data with their objects: reads of those stripes fail. Restore the OSD's store from a copy, or remove the files; repair leaves them"
+        ),
+    }
+}
+
 /// `1h`, `90s`: how `--older-than` reads back.
 fn shown(d: Duration) -> String {
     match d.as_secs() {
@@ -120,14 +155,19 @@ fn shown(d: Duration) -> String {
     }
 }
 
-/// Every copy temporary (`temporary::is_copy_temporary`) in the namespace last written before
-/// `cutoff_secs`, with its size (0 when an OSD holding it does not answer); and every source a
-/// `mv` claimed (`temporary::claimed_source`) not renamed since, with the name it had. Links
-/// are not followed, so each directory is walked once.
-type Found = (Vec<(String, u64)>, Vec<(String, String)>);
+/// What the namespace walk found: every copy temporary (`temporary::is_copy_temporary`) last
+/// written before the cutoff, with its size (0 when an OSD holding it does not answer); every
+/// source a `mv` claimed (`temporary::claimed_source`) not renamed since, with the name it had;
+/// and the paths of the inodes asked for. Links are not followed, so each directory is walked
+/// once.
+struct Walked {
+    temporaries: Vec<(String, u64)>,
+    claimed: Vec<(String, String)>,
+    paths: HashMap<InodeId, String>,
+}
 
-fn stale_temporaries(client: &Client, cutoff_secs: i64) -> Result<Found> {
-    let (mut temporaries, mut claimed) = (Vec::new(), Vec::new());
+fn walk(client: &Client, cutoff_secs: i64, wanted: &HashSet<InodeId>) -> Result<Walked> {
+    let (mut temporaries, mut claimed, mut paths) = (Vec::new(), Vec::new(), HashMap::new());
     let mut dirs = vec!["/".to_string()];
     while let Some(dir) = dirs.pop() {
         // A directory removed or renamed since its parent was read (a command running beside
@@ -138,6 +178,9 @@ fn stale_temporaries(client: &Client, cutoff_secs: i64) -> Result<Found> {
         };
         for entry in entries {
             let path = format!("{}/{}", dir.trim_end_matches('/'), entry.name);
+            if wanted.contains(&entry.attr.ino) {
+                paths.insert(entry.attr.ino, path.clone());
+            }
             // A claimed source's ctime is its rename aside (a directory's moves since).
             if let Some(name) = super::temporary::claimed_source(&entry.name).filter(|_| entry.attr.ctime.secs < cutoff_secs) {
                 claimed.push((path, name.to_string()));
@@ -154,5 +197,5 @@ fn stale_temporaries(client: &Client, cutoff_secs: i64) -> Result<Found> {
     }
     temporaries.sort();
     claimed.sort();
-    Ok((temporaries, claimed))
+    Ok(Walked { temporaries, claimed, paths })
 }

@@ -5,7 +5,7 @@
 //! the high bits keeps several metadata servers from ever picking the same id on one OSD without
 //! talking to each other, and every id stays far above OSD-2's reserved range below 0x10000.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use rusqlite::{params, Connection};
 use tessera_layout::StripeLayout;
@@ -411,8 +411,13 @@ impl Store {
             let rows = stmt.query_map([], |r| Ok(ObjectRef { osd: r.get(0)?, object_id: r.get::<_, i64>(1)? as u64 })).map_err(io)?;
             rows.collect::<Result<_, _>>().map_err(io)
         };
+        let mut stmt = self.conn.prepare_cached("SELECT osd, object_id, ino FROM file_objects").map_err(io)?;
+        let rows = stmt
+            .query_map([], |r| Ok((ObjectRef { osd: r.get(0)?, object_id: r.get::<_, i64>(1)? as u64 }, InodeId(r.get::<_, i64>(2)? as u64))))
+            .map_err(io)?;
+        let files = rows.collect::<Result<_, _>>().map_err(io)?;
         Ok(Accounting {
-            files: refs("SELECT osd, object_id FROM file_objects")?,
+            files,
             journal: refs("SELECT osd, object_id FROM pending_removal")?,
             ranges: self.precreated_ranges()?,
         })
@@ -421,7 +426,8 @@ impl Store {
 
 /// What accounts for this server's objects: files, the removal journal, precreated ranges.
 pub struct Accounting {
-    files: HashSet<ObjectRef>,
+    /// Each file's objects, with the file.
+    files: HashMap<ObjectRef, InodeId>,
     journal: HashSet<ObjectRef>,
     ranges: Vec<Range>,
 }
@@ -430,7 +436,17 @@ impl Accounting {
     /// Whether `o` is a file's object, journaled, or in a precreated range.
     pub fn knows(&self, o: ObjectRef) -> bool {
         let seq = object_seq(o.object_id);
-        self.files.contains(&o) || self.journal.contains(&o) || self.ranges.iter().any(|r| r.osd == o.osd && r.holds(seq))
+        self.files.contains_key(&o) || self.journal.contains(&o) || self.ranges.iter().any(|r| r.osd == o.osd && r.holds(seq))
+    }
+
+    /// Every file's object, with its file.
+    pub fn files(&self) -> impl Iterator<Item = (&ObjectRef, &InodeId)> {
+        self.files.iter()
+    }
+
+    /// The file whose object `o` is.
+    pub fn file_of(&self, o: ObjectRef) -> Option<InodeId> {
+        self.files.get(&o).copied()
     }
 }
 
