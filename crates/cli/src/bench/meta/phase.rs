@@ -65,24 +65,11 @@ pub fn run<C: Sync>(clients: &[C], per_client: usize, op: impl Fn(&C, usize) -> 
     Ok(Phase { ops: latencies_us.len(), wall, latencies_us })
 }
 
-/// CPU time (user + system) process `pid` has used so far, from `/proc/PID/stat`.
-pub fn process_cpu(pid: u32) -> Result<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // Fields after the command name (which may hold spaces) start at its closing parenthesis;
-    // utime and stime are fields 14 and 15, the 12th and 13th after it.
-    let after = stat.rsplit_once(')').map(|(_, rest)| rest).ok_or_else(|| anyhow!("malformed /proc/{pid}/stat"))?;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| -> Result<u64> { Ok(fields.get(i).ok_or_else(|| anyhow!("short /proc/{pid}/stat"))?.parse()?) };
-    // SAFETY: sysconf has no memory effects.
-    let per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    Ok(Duration::from_secs_f64((ticks(11)? + ticks(12)?) as f64 / per_sec))
-}
-
 /// Runs `phase` and returns it with the CPU time process `pid` used meanwhile.
 pub fn with_cpu_of(pid: u32, phase: impl FnOnce() -> Result<Phase>) -> Result<(Phase, Duration)> {
-    let before = process_cpu(pid)?;
+    let before = crate::bench::cpu::process_cpu(pid)?;
     let p = phase()?;
-    Ok((p, process_cpu(pid)?.saturating_sub(before)))
+    Ok((p, crate::bench::cpu::process_cpu(pid)?.saturating_sub(before)))
 }
 
 #[cfg(test)]
