@@ -46,6 +46,9 @@ fn with_a_metadata_server_down_listings_still_name_its_entries() {
     }
     let err = client.lstat(&on1[0]).expect_err("its attributes live on the stopped server");
     assert_eq!(err.fs_error(), Some(FsError::PeerDown), "{err}");
+    // Named: the server asked, and the one it could not reach.
+    let (addr0, addr1) = (&cluster.config().mds[0].addr, &cluster.config().mds[1].addr);
+    assert!(err.to_string().contains(&format!("metadata server 0 ({addr0}) needed metadata server 1 ({addr1}), which did not answer it")), "{err}");
     assert!(client.readdir(&on0[0]).is_ok());
 
     // The command line.
@@ -86,7 +89,7 @@ fn with_a_metadata_server_down_listings_still_name_its_entries() {
     assert!(out.status.success(), "{}", text(&out.stderr));
 
     let out = run(&["stat", &on1[0]], Some(&file));
-    assert!(!out.status.success() && text(&out.stderr).contains("a metadata server did not answer"), "{}", text(&out.stderr));
+    assert!(!out.status.success() && text(&out.stderr).contains(&format!("needed metadata server 1 ({addr1}), which did not answer it")), "{}", text(&out.stderr));
     let out = run(&["cat", &format!("{}/f", on0[0])], Some(&file));
     assert_eq!(text(&out.stdout), "data", "{}", text(&out.stderr));
     cluster.stop().unwrap();

@@ -69,7 +69,20 @@ impl Inner {
     /// Sends `request` to the home server of `route` and returns the reply, or the namespace
     /// refusal labelled with `op` and `path`.
     pub fn call(&self, route: InodeId, op: &'static str, path: &str, request: Request) -> Result<Reply, ClientError> {
-        self.mds.call_for(route, path, request)?.map_err(|source| ClientError::Fs { op, path: path.to_string(), source })
+        match self.mds.call_for(route, path, request)? {
+            Ok(reply) => Ok(reply),
+            Err(FsError::PeerDown) => Err(self.peer_down(route.server(), op, path)),
+            Err(source) => Err(ClientError::Fs { op, path: path.to_string(), source }),
+        }
+    }
+
+    /// Server `asked` answered `PeerDown`: which peers it found silent, from its own record.
+    fn peer_down(&self, asked: u32, op: &'static str, path: &str) -> ClientError {
+        let down = match self.mds.call(asked, path, Request::PeersDown) {
+            Ok(Ok(Reply::PeersDown(down))) => down.into_iter().map(|i| (i, self.mds.addr(i).to_string())).collect(),
+            _ => Vec::new(),
+        };
+        ClientError::PeerDown { op, path: path.to_string(), asked, asked_addr: self.mds.addr(asked).to_string(), down }
     }
 
     pub fn unexpected(&self, route: InodeId, request: &'static str, reply: &Reply) -> ClientError {

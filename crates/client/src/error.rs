@@ -30,6 +30,11 @@ pub enum ClientError {
         #[source]
         source: FsError,
     },
+    /// The metadata server that holds the operation's inode needed another one, which did not
+    /// answer it (the errno is EHOSTDOWN, as [`FsError::PeerDown`]). `down` names the servers
+    /// it found silent, by index and address; empty when it could not say.
+    #[error("{op} {path}: metadata server {asked} ({asked_addr}) needed {}; `tessera status` shows which daemon is down", silent_peers(down))]
+    PeerDown { op: &'static str, path: String, asked: u32, asked_addr: String, down: Vec<(u32, String)> },
     /// A file's size needs the length of each of its data objects, and an OSD holding one did
     /// not answer the metadata server (the errno is EIO).
     #[error("{op} {path}: input/output error: the size is unknown because {}", places.why_unknown())]
@@ -102,6 +107,7 @@ impl ClientError {
         const EFBIG: i32 = 27;
         match self {
             ClientError::Fs { source, .. } => source.errno(),
+            ClientError::PeerDown { .. } => FsError::PeerDown.errno(),
             ClientError::SizeUnknown { .. } | ClientError::RevocationPending { .. } => EIO,
             ClientError::Extents { .. }
             | ClientError::Descriptor { .. }
@@ -118,8 +124,21 @@ impl ClientError {
     pub fn fs_error(&self) -> Option<FsError> {
         match self {
             ClientError::Fs { source, .. } => Some(*source),
+            ClientError::PeerDown { .. } => Some(FsError::PeerDown),
             ClientError::SizeUnknown { .. } | ClientError::RevocationPending { .. } => Some(FsError::Io),
             _ => None,
+        }
+    }
+}
+
+/// "metadata server 1 (HOST:PORT), which did not answer it", or without a name "another
+/// metadata server, which did not answer it".
+fn silent_peers(down: &[(u32, String)]) -> String {
+    match down {
+        [] => "another metadata server, which did not answer it".to_string(),
+        _ => {
+            let named: Vec<String> = down.iter().map(|(i, addr)| format!("metadata server {i} ({addr})")).collect();
+            format!("{}, which did not answer it", named.join(" and "))
         }
     }
 }

@@ -112,5 +112,6 @@ pub fn reply_name(reply: &Reply) -> &'static str {
         Reply::OsdUsage(_) => "OsdUsage",
         Reply::Repair { .. } => "Repair",
         Reply::OsdsDown(_) => "OsdsDown",
+        Reply::PeersDown(_) => "PeersDown",
     }
 }

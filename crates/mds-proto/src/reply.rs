@@ -6,7 +6,7 @@
 use crate::error::{DecodeError, FsError};
 use crate::grant::{decode_grant, encode_grant, Grant};
 use crate::usage::{decode_usage, encode_usage, OsdUsage};
-use crate::limits::{FAULTS_LISTED_MAX, ORPHANS_LISTED_MAX, OSDS_MAX, READDIR_ENTRIES_MAX, SYMLINK_LEN_MAX};
+use crate::limits::{FAULTS_LISTED_MAX, ORPHANS_LISTED_MAX, OSDS_MAX, READDIR_ENTRIES_MAX, SERVERS_MAX, SYMLINK_LEN_MAX};
 use crate::types::{Attr, ClusterMap, DanglingEntry, DirEntry, FileLayout, InodeId, MissingObject, ObjectRef, StatFs, StripeHint};
 use crate::wire::{Reader, Writer};
 
@@ -38,6 +38,8 @@ pub enum Reply {
     Repair { orphans: Vec<ObjectRef>, found: u64, unlinked: Vec<InodeId>, dangling: Vec<DanglingEntry>, missing: Vec<MissingObject> },
     /// OsdsDown: OSD indices in ascending order.
     OsdsDown(Vec<u32>),
+    /// PeersDown: metadata server indices in ascending order.
+    PeersDown(Vec<u32>),
 }
 
 mod tag {
@@ -53,6 +55,29 @@ mod tag {
     pub const OSD_USAGE: u8 = 9;
     pub const REPAIR: u8 = 10;
     pub const OSDS_DOWN: u8 = 11;
+    pub const PEERS_DOWN: u8 = 12;
+}
+
+/// A set of daemon indices below `max`, ascending.
+fn encode_indices(indices: &[u32], max: u32, w: &mut Writer) {
+    w.count(indices.len(), max);
+    for &i in indices {
+        w.u32(i);
+    }
+}
+
+fn decode_indices(r: &mut Reader, max: u32, what: &'static str, invalid: &'static str) -> Result<Vec<u32>, DecodeError> {
+    let n = r.count(what, max, 4)?;
+    let mut indices: Vec<u32> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let at = r.position();
+        let i = r.u32()?;
+        if i >= max || indices.last().is_some_and(|&last| last >= i) {
+            return Err(DecodeError::Invalid { what: invalid, at });
+        }
+        indices.push(i);
+    }
+    Ok(indices)
 }
 
 const STATUS_OK: u8 = 0;
@@ -158,10 +183,11 @@ impl Reply {
             }
             Reply::OsdsDown(osds) => {
                 w.u8(tag::OSDS_DOWN);
-                w.count(osds.len(), OSDS_MAX);
-                for &osd in osds {
-                    w.u32(osd);
-                }
+                encode_indices(osds, OSDS_MAX, w);
+            }
+            Reply::PeersDown(servers) => {
+                w.u8(tag::PEERS_DOWN);
+                encode_indices(servers, SERVERS_MAX, w);
             }
         }
     }
@@ -224,19 +250,8 @@ impl Reply {
                 }
                 Reply::Repair { orphans, found, unlinked, dangling, missing }
             }
-            tag::OSDS_DOWN => {
-                let n = r.count("down OSDs", OSDS_MAX, 4)?;
-                let mut osds = Vec::with_capacity(n);
-                for _ in 0..n {
-                    let at = r.position();
-                    let osd = r.u32()?;
-                    if osd >= OSDS_MAX || osds.last().is_some_and(|&last| last >= osd) {
-                        return Err(DecodeError::Invalid { what: "down OSD index (ascending, below the OSD limit)", at });
-                    }
-                    osds.push(osd);
-                }
-                Reply::OsdsDown(osds)
-            }
+            tag::OSDS_DOWN => Reply::OsdsDown(decode_indices(r, OSDS_MAX, "down OSDs", "down OSD index (ascending, below the OSD limit)")?),
+            tag::PEERS_DOWN => Reply::PeersDown(decode_indices(r, SERVERS_MAX, "down servers", "down server index (ascending, below the server limit)")?),
             t => return Err(DecodeError::UnknownTag { what: "reply tag", value: t as u32, at }),
         })
     }

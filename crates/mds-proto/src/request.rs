@@ -66,6 +66,9 @@ pub enum Request {
     /// The OSDs this server last found unreachable, from its own record (no OSD is asked):
     /// what a client names when the server could not learn a file's size.
     OsdsDown,
+    /// The other metadata servers this server last failed to reach, from its own record (no
+    /// server is asked): what a client names when an operation failed with `PeerDown`.
+    PeersDown,
     /// MDS -> MDS: make a directory inode here whose entry the sender (the parent's server)
     /// will hold, with the parent's default striping copied in; answers its attributes.
     PeerCreateDir { parent: InodeId, new: NewInode, stripe: Option<StripeHint> },
@@ -101,6 +104,7 @@ mod op {
     pub const OSD_USAGE: u8 = 18;
     pub const REPAIR: u8 = 19;
     pub const OSDS_DOWN: u8 = 20;
+    pub const PEERS_DOWN: u8 = 21;
     pub const PEER_CREATE_DIR: u8 = 32;
     pub const PEER_REMOVE_DIR: u8 = 33;
     pub const PEER_RENAME_LOCK: u8 = 34;
@@ -136,6 +140,7 @@ impl Request {
                 | Request::OsdUsage
                 | Request::Repair { remove: false, .. }
                 | Request::OsdsDown
+                | Request::PeersDown
                 | Request::PeerHasEntry { .. }
         )
     }
@@ -220,6 +225,7 @@ impl Request {
             R::ClusterMap => w.u8(op::CLUSTER_MAP),
             R::OsdUsage => w.u8(op::OSD_USAGE),
             R::OsdsDown => w.u8(op::OSDS_DOWN),
+            R::PeersDown => w.u8(op::PEERS_DOWN),
             R::Repair { remove, older_than_secs } => {
                 w.u8(op::REPAIR);
                 w.bool(*remove);
@@ -295,6 +301,7 @@ impl Request {
             op::CLUSTER_MAP => R::ClusterMap,
             op::OSD_USAGE => R::OsdUsage,
             op::OSDS_DOWN => R::OsdsDown,
+            op::PEERS_DOWN => R::PeersDown,
             op::REPAIR => R::Repair { remove: r.bool()?, older_than_secs: r.u64()? },
             op::PEER_CREATE_DIR => R::PeerCreateDir { parent: ino(r)?, new: NewInode::decode(r)?, stripe: r.option(StripeHint::decode)? },
             op::PEER_RENAME_LOCK => R::PeerRenameLock { token: r.u64()?, take: r.bool()? },

@@ -90,6 +90,7 @@ fn request() -> impl Strategy<Value = Request> {
         (any::<bool>(), any::<u64>()).prop_map(|(remove, older_than_secs)| Request::Repair { remove, older_than_secs }),
         (any::<u64>(), any::<u64>()).prop_map(|(d, i)| Request::PeerHasEntry { dir: InodeId(d), ino: InodeId(i) }),
         Just(Request::OsdsDown),
+        Just(Request::PeersDown),
         (ino(), new_inode(), prop::option::of(hint())).prop_map(|(parent, new, stripe)| Request::PeerCreateDir { parent, new, stripe }),
         (any::<u64>(), any::<bool>()).prop_map(|(token, take)| Request::PeerRenameLock { token, take }),
         ino().prop_map(|ino| Request::PeerRemoveDir { ino }),
@@ -130,6 +131,7 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
                 missing: missing.into_iter().map(|(ino, osd, object_id)| MissingObject { ino: InodeId(ino), object: ObjectRef { osd, object_id } }).collect(),
             }),
         prop::collection::btree_set(0u32..1024, 0..10).prop_map(|set| Reply::OsdsDown(set.into_iter().collect())),
+        prop::collection::btree_set(0u32..64, 0..10).prop_map(|set| Reply::PeersDown(set.into_iter().collect())),
         any::<[u64; 4]>().prop_map(|v| Reply::StatFs(StatFs { files: v[0], directories: v[1], symlinks: v[2], pending_removals: v[3] })),
         (prop::collection::vec("[a-z0-9.:]{1,30}", 0..5), prop::collection::vec(("[a-z0-9.:]{1,30}", any::<u64>()), 0..5)).prop_map(
             |(servers, osds)| Reply::ClusterMap(ClusterMap {

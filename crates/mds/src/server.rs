@@ -12,6 +12,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -92,6 +93,8 @@ pub struct Mds {
     objects: Arc<dyn DataObjects>,
     config: MdsConfig,
     peers: Vec<Mutex<Option<MdsConnection>>>,
+    /// The peers whose last call failed with `PeerDown`, for `Request::PeersDown`.
+    peers_down: Mutex<BTreeSet<u32>>,
     /// The cluster's rename lock; used on server 0 only (`rename_lock.rs`).
     rename_lock: RenameLock,
     /// Tokens this server takes the rename lock under: its index high, then a count.
@@ -183,7 +186,7 @@ impl Mds {
         // A count that starts from the clock, so a restarted server takes no token its
         // previous life may still hold.
         let lock_tokens = AtomicU64::new((u64::from(config.server_index) << 56) | (now_ms() << 12) & ((1 << 56) - 1));
-        Ok(Mds { ns, pools, _revocations: revocations, health, _prober: prober, objects, config, peers, rename_lock: RenameLock::default(), lock_tokens })
+        Ok(Mds { ns, pools, _revocations: revocations, health, _prober: prober, objects, config, peers, peers_down: Mutex::default(), rename_lock: RenameLock::default(), lock_tokens })
     }
 
     pub fn server_index(&self) -> u32 {
@@ -254,6 +257,17 @@ impl Mds {
     /// is dropped; the request is sent once more only when it changes nothing, as the client
     /// library does (docs/architecture.md, "Lost connections").
     fn peer(&self, server: u32, request: Request) -> Result<Reply, FsError> {
+        let result = self.peer_call(server, request);
+        let mut down = self.peers_down.lock().unwrap_or_else(|p| p.into_inner());
+        match result {
+            Err(FsError::PeerDown) => down.insert(server),
+            // It answered, whatever it answered.
+            _ => down.remove(&server),
+        };
+        result
+    }
+
+    fn peer_call(&self, server: u32, request: Request) -> Result<Reply, FsError> {
         let addr = self.config.cluster.servers.get(server as usize).ok_or(FsError::Stale)?;
         let mut slot = self.peers[server as usize].lock().unwrap_or_else(|p| p.into_inner());
         let connect = || {
@@ -426,6 +440,7 @@ impl Mds {
             R::ClusterMap => Ok(Reply::ClusterMap(self.config.cluster.clone())),
             R::OsdUsage => self.osd_usage().map(Reply::OsdUsage),
             R::OsdsDown => Ok(Reply::OsdsDown(self.health.down())),
+            R::PeersDown => Ok(Reply::PeersDown(self.peers_down.lock().unwrap_or_else(|p| p.into_inner()).iter().copied().collect())),
             R::Repair { remove, older_than_secs } => self.repair_request(remove, older_than_secs),
             R::PeerHasEntry { dir, ino } => self.has_entry(dir, ino).map(|()| Reply::Done),
             R::PeerCreateDir { parent, new, stripe } => {
