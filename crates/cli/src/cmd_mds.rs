@@ -133,7 +133,7 @@ pub fn run(args: MdsArgs) -> Result<()> {
     };
     let db = db_path(&args.data, args.index);
     let mds = Arc::new(Mds::open(&db, config, Arc::new(OsdObjects::new(nodes).with_probes(probes))).with_context(|| format!("opening {}", db.display()))?);
-    tessera_mds::tcp::spawn(listener, mds).context("starting the listener")?;
+    tessera_mds::tcp::spawn(listener, mds.clone()).context("starting the listener")?;
     println!(
         "{}",
         ready_line(&[("addr", addr.to_string()), ("index", args.index.to_string()), ("data", args.data.display().to_string())])
@@ -145,11 +145,27 @@ pub fn run(args: MdsArgs) -> Result<()> {
         cluster.osds.len(),
         db.display()
     );
-    let signal = signals.forever().next();
-    eprintln!("tessera mds: signal {signal:?}, shutting down");
-    // Every acknowledged namespace change is in a durable SQLite commit: nothing to flush.
-    Ok(())
+    // Until a signal, or until the store fails: a server whose store cannot flush answers
+    // nothing (what is on disk is not known), so it exits rather than linger looking alive;
+    // a restart recovers the store from the disk, as PostgreSQL does after a failed fsync.
+    loop {
+        if let Some(signal) = signals.pending().next() {
+            eprintln!("tessera mds: signal {signal}, shutting down");
+            // Every acknowledged namespace change is in a durable SQLite commit: nothing to flush.
+            return Ok(());
+        }
+        if mds.store_failed() {
+            bail!(
+                "the metadata store in {} failed to flush (its disk is full or failing; see the errors above): exiting, since nothing can be answered until a restart recovers the store from the disk. Make room (or mend the disk), then start this server again (`tessera up --dir DIR` restarts it)",
+                args.data.display()
+            );
+        }
+        std::thread::sleep(STORE_CHECK_EVERY);
+    }
 }
+
+/// How often the main thread looks at the store's health between signals.
+const STORE_CHECK_EVERY: Duration = Duration::from_millis(200);
 
 pub fn db_path(data: &Path, index: u32) -> PathBuf {
     data.join(format!("mds{index}.db"))

@@ -33,7 +33,7 @@ pub enum FsError {
     /// The request names an inode this server is not the home of; ask the server in its id.
     #[error("inode lives on another metadata server")]
     Misdirected,
-    #[error("no space left (object ids or inode ids exhausted)")]
+    #[error("no space left on device (a disk under the metadata server or the OSDs is full, or object or inode ids are exhausted)")]
     NoSpace,
     #[error("resource busy")]
     Busy,

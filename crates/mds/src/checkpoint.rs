@@ -13,7 +13,7 @@
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
@@ -42,8 +42,18 @@ impl Checkpointer {
     }
 }
 
+/// How often a checkpoint that keeps failing is logged again.
+const FAILURE_LOG_EVERY: Duration = Duration::from_secs(60);
+
+/// Checkpoints failing in a row: when last logged, and how many.
+struct Failing {
+    logged: Instant,
+    count: u64,
+}
+
 fn run(conn: &Connection, stop: &(Mutex<bool>, Condvar), writer: &GroupCommit) {
     let mut seen = writer.counters().1;
+    let mut failing: Option<Failing> = None;
     let mut stopped = stop.0.lock().unwrap_or_else(|p| p.into_inner());
     loop {
         stopped = stop.1.wait_timeout(stopped, INTERVAL).unwrap_or_else(|p| p.into_inner()).0;
@@ -56,8 +66,21 @@ fn run(conn: &Connection, stop: &(Mutex<bool>, Condvar), writer: &GroupCommit) {
         }
         seen = commits;
         drop(stopped);
-        if let Err(e) = writer.checkpoint(conn) {
-            tracing::warn!(%e, "metadata store checkpoint failed; retrying");
+        match writer.checkpoint(conn) {
+            Ok(_) => {
+                if let Some(failing) = failing.take() {
+                    tracing::info!(failures = failing.count, "metadata store checkpoints work again");
+                }
+            }
+            // Once, then once a minute: a full disk fails every pass, ten a second.
+            Err(e) => match &mut failing {
+                Some(failing) if failing.logged.elapsed() < FAILURE_LOG_EVERY => failing.count += 1,
+                _ => {
+                    let count = failing.as_ref().map_or(1, |f| f.count + 1);
+                    tracing::warn!(%e, failures = count, "metadata store checkpoint failed; retrying");
+                    failing = Some(Failing { logged: Instant::now(), count });
+                }
+            },
         }
         stopped = stop.0.lock().unwrap_or_else(|p| p.into_inner());
     }

@@ -25,7 +25,8 @@
 //!   ([`GroupCommit::wait_visible_durable`]). Nothing answered is ever taken back by a crash.
 //! - A failed step still waits for its group: it may have judged by another step of the group
 //!   (EEXIST from a name created in it) and must not answer by state a failure takes back.
-//! - A failed COMMIT answers the whole group EIO and reloads the hot rows from the store. A
+//! - A failed COMMIT answers the whole group EIO (ENOSPC when the store's disk is full) and
+//!   reloads the hot rows from the store; reads go on, since no one saw the group. A
 //!   failed fdatasync leaves the WAL's state on disk unknown: every later write is refused
 //!   with EIO until the server restarts and SQLite recovers from what is on disk.
 
@@ -41,6 +42,9 @@ use crate::store::{exec, Store};
 
 /// Failed groups remembered for waiters that have not woken yet.
 const FAILED_KEPT: usize = 64;
+/// Less room than this on the store's file system counts as full: a group's WAL frames and a
+/// checkpoint's growth of the database need about that much.
+const ROOM_MIN: u64 = 1 << 20;
 
 /// A step that has run in a group not yet known durable.
 #[derive(Debug)]
@@ -77,14 +81,33 @@ struct Flush {
     /// Every group up to this one is on disk.
     durable: u64,
     flushing: bool,
-    failed: VecDeque<u64>,
+    /// Groups whose COMMIT failed, with what their requests are answered.
+    failed: VecDeque<(u64, FsError)>,
 }
 
 impl Flush {
+    fn failure(&self, group: u64) -> Option<FsError> {
+        self.failed.iter().find(|(g, _)| *g == group).map(|(_, e)| *e)
+    }
+
+    /// How a request whose step ran in `group` ends, once known.
     fn outcome(&self, group: u64, broken: bool) -> Option<Result<(), FsError>> {
-        if self.failed.contains(&group) {
-            Some(Err(FsError::Io))
+        if let Some(e) = self.failure(group) {
+            Some(Err(e))
         } else if self.durable >= group {
+            Some(Ok(()))
+        } else if broken {
+            Some(Err(FsError::Io))
+        } else {
+            None
+        }
+    }
+
+    /// How a read that may have seen groups up to `group` ends, once known. A failed group
+    /// was rolled back, so no read saw it: only durability matters (a round marks even a
+    /// failed group's number durable once the groups before it are).
+    fn read_outcome(&self, group: u64, broken: bool) -> Option<Result<(), FsError>> {
+        if self.durable >= group {
             Some(Ok(()))
         } else if broken {
             Some(Err(FsError::Io))
@@ -130,7 +153,7 @@ impl GroupCommit {
     /// is durable.
     pub fn write<R, E: From<FsError>>(&self, step: impl FnOnce(&mut Store) -> Result<R, E>) -> Result<R, E> {
         let (group, result) = self.run_step(step, StepKind::Guarded)?;
-        self.wait_durable(group)?;
+        self.wait_durable(group, Flush::outcome)?;
         result
     }
 
@@ -144,7 +167,7 @@ impl GroupCommit {
 
     /// Returns once `pending` is durable; EIO if its group was lost.
     pub fn wait(&self, pending: Pending) -> Result<(), FsError> {
-        self.wait_durable(pending.group)
+        self.wait_durable(pending.group, Flush::outcome)
     }
 
     /// Runs `step` atomically and returns once it is committed, without waiting for the
@@ -165,7 +188,7 @@ impl GroupCommit {
 
     /// Waits until every group that may be visible to a read that has just ended is durable.
     pub fn wait_visible_durable(&self) -> Result<(), FsError> {
-        self.wait_durable(self.begun.load(Ordering::SeqCst))
+        self.wait_durable(self.begun.load(Ordering::SeqCst), Flush::read_outcome)
     }
 
     /// Copies the WAL into the database on `conn` (another connection to the store): a
@@ -177,6 +200,13 @@ impl GroupCommit {
         passive(conn)?;
         let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         passive(conn)
+    }
+
+    /// Whether the store refuses every request until restart: a flush failed (or a round
+    /// panicked part-way), so what is on disk is not known, or the counters could not be
+    /// reloaded after a failed COMMIT.
+    pub fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::SeqCst)
     }
 
     /// (steps run, groups committed, WAL flushes done) since start.
@@ -247,8 +277,9 @@ impl GroupCommit {
         let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
         f.committed = group;
         if !committed {
-            tracing::error!(group, "group commit failed or a step failed part-way; its requests get EIO");
-            f.failed.push_back(group);
+            let answer = if self.out_of_space() { FsError::NoSpace } else { FsError::Io };
+            tracing::error!(group, %answer, "group commit failed or a step failed part-way; its requests get this answer");
+            f.failed.push_back((group, answer));
             if f.failed.len() > FAILED_KEPT {
                 f.failed.pop_front();
             }
@@ -257,20 +288,28 @@ impl GroupCommit {
     }
 
     fn check_committed(&self, group: u64) -> Result<(), FsError> {
-        let f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
-        if f.failed.contains(&group) {
-            Err(FsError::Io)
-        } else {
-            Ok(())
+        match self.flush.lock().unwrap_or_else(|p| p.into_inner()).failure(group) {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
     }
 
-    /// Returns once `group` is on disk: runs a round unless one is running, then waits for the
-    /// round that covers it.
-    fn wait_durable(&self, group: u64) -> Result<(), FsError> {
+    /// Whether the store's file system has no room left (checked when a COMMIT fails, so its
+    /// requests get ENOSPC rather than EIO): under [`ROOM_MIN`] available.
+    fn out_of_space(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        // SAFETY: fstatvfs fills one statvfs through a valid pointer; the WAL's descriptor is open.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        let rc = unsafe { libc::fstatvfs(self.wal.as_raw_fd(), &mut st) };
+        rc == 0 && (st.f_bavail as u64).saturating_mul(st.f_frsize as u64) < ROOM_MIN
+    }
+
+    /// Returns once `group`'s outcome (as `outcome` judges) is known: runs a round unless one
+    /// is running, then waits for the round that covers it.
+    fn wait_durable(&self, group: u64, outcome: fn(&Flush, u64, bool) -> Option<Result<(), FsError>>) -> Result<(), FsError> {
         let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
         loop {
-            if let Some(outcome) = f.outcome(group, self.broken.load(Ordering::SeqCst)) {
+            if let Some(outcome) = outcome(&f, group, self.broken.load(Ordering::SeqCst)) {
                 return outcome;
             }
             if !f.flushing {
@@ -285,8 +324,20 @@ impl GroupCommit {
     }
 
     /// One round (the caller has set `flushing`): commits the open group, syncs the WAL and
-    /// wakes the waiters.
+    /// wakes the waiters. A round that panics part-way (a write error met where none was
+    /// expected) must not leave `flushing` set, or every waiter would wait forever: it breaks
+    /// the store instead, and the panic goes on to the caller.
     fn flush_round(&self) {
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.flush_round_unguarded())) {
+            tracing::error!("a metadata flush round panicked; refusing every request until restart");
+            self.broken.store(true, Ordering::SeqCst);
+            self.flush.lock().unwrap_or_else(|p| p.into_inner()).flushing = false;
+            self.changed.notify_all();
+            resume_unwind(panic);
+        }
+    }
+
+    fn flush_round_unguarded(&self) {
         {
             let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
             self.commit_open(&mut w);

@@ -42,6 +42,11 @@ impl Namespace {
         self.server
     }
 
+    /// Whether the store refuses every request until restart ([`GroupCommit::is_broken`]).
+    pub fn is_broken(&self) -> bool {
+        self.writer.is_broken()
+    }
+
     /// Runs one mutating step atomically (an error rolls it back); returns once it is durable.
     pub fn write<R, E: From<FsError>>(&self, step: impl FnOnce(&mut Store) -> Result<R, E>) -> Result<R, E> {
         self.writer.write(step)

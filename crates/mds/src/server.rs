@@ -247,6 +247,13 @@ impl Mds {
         Ok(Reply::Repair { orphans, found, unlinked, dangling, missing })
     }
 
+    /// Whether the metadata store failed so that nothing can be answered until this server
+    /// restarts (a flush failed: what is on disk is not known). The daemon then exits, so a
+    /// restart recovers the store from what the disk holds (`cmd_mds.rs`).
+    pub fn store_failed(&self) -> bool {
+        self.ns.is_broken()
+    }
+
     /// Precreated objects ready per OSD, as last known.
     pub fn pool_levels(&self) -> Vec<u64> {
         self.pools.levels()
