@@ -16,6 +16,15 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// `tessera repair ARGS` against the cluster file `file`, which must succeed; its stdout.
+fn repair_ok(file: &std::path::Path, args: &[&str]) -> String {
+    let mut all = vec!["repair"];
+    all.extend_from_slice(args);
+    let out = run(&all, Some(file));
+    assert!(out.status.success(), "repair {args:?}: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
 #[test]
 fn repair_reports_orphans_and_removes_them_on_request() {
     let dir = tempfile::Builder::new().prefix("tessera-repair-").tempdir().unwrap();
@@ -26,13 +35,7 @@ fn repair_reports_orphans_and_removes_them_on_request() {
         client.create(name, 0o644, None).unwrap().pwrite(0, &[7u8; 100_000]).unwrap();
     }
     let file = cluster.cluster_file();
-    let repair = |args: &[&str]| {
-        let mut all = vec!["repair"];
-        all.extend_from_slice(args);
-        let out = run(&all, Some(&file));
-        assert!(out.status.success(), "repair {args:?}: {}", text(&out.stderr));
-        text(&out.stdout)
-    };
+    let repair = |args: &[&str]| repair_ok(&file, args);
     assert!(repair(&[]).contains("every object on the OSDs is accounted for"), "a clean cluster has no orphans");
 
     // An object in metadata server 0's id range that nothing accounts for, on OSD 1.
@@ -71,13 +74,7 @@ fn repair_names_files_whose_objects_their_osds_lost() {
         client.create(name, 0o644, Some(tessera_client::StripeHint { stripe_unit: 4096, stripe_count: 2, start_osd: Some(0) })).unwrap().pwrite(0, &[7u8; 20_000]).unwrap();
     }
     let file = cluster.cluster_file();
-    let repair = |args: &[&str]| {
-        let mut all = vec!["repair"];
-        all.extend_from_slice(args);
-        let out = run(&all, Some(&file));
-        assert!(out.status.success(), "repair {args:?}: {}", text(&out.stderr));
-        text(&out.stdout)
-    };
+    let repair = |args: &[&str]| repair_ok(&file, args);
     assert!(repair(&[]).contains("every file's data objects are on their OSDs"));
 
     let lost = client.open("/d/hurt").unwrap().layout().objects[1];
