@@ -411,8 +411,8 @@ mod tests {
         let (g2, b) = gc.run_step(mkdir_step("b"), StepKind::Guarded).unwrap();
         assert!(a.is_ok() && b.is_ok());
         assert_eq!(g1, g2);
-        gc.wait_durable(g2).unwrap();
-        gc.wait_durable(g1).unwrap();
+        gc.wait_durable(g2, Flush::outcome).unwrap();
+        gc.wait_durable(g1, Flush::outcome).unwrap();
         assert_eq!(gc.counters(), (2, 1, 1), "two steps, one commit, one WAL flush");
         // A lone step commits and flushes at once.
         gc.write(mkdir_step("c")).unwrap();
@@ -459,7 +459,7 @@ mod tests {
         assert_eq!(g1, g2);
         assert_eq!(a.map(drop), Err(FsError::Exists));
         assert!(b.is_ok());
-        gc.wait_durable(g2).unwrap();
+        gc.wait_durable(g2, Flush::outcome).unwrap();
         assert_eq!(names(&gc), vec!["b".to_string(), "taken".to_string()]);
     }
 
@@ -490,6 +490,7 @@ mod tests {
         default: tessera_mds_proto::StripeHint { stripe_unit: 65536, stripe_count: 1, start_osd: None },
         osd_count: 1,
         avoid: Vec::new(),
+        unusable: Vec::new(),
     };
 
     fn create_step(name: &'static str, now: Timespec) -> impl FnOnce(&mut Store) -> Result<crate::store::NewFile, crate::store::files::CreateError> {

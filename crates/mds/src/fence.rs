@@ -7,56 +7,74 @@
 //! So at start each server lists, on every OSD that answers, the object ids in its own range
 //! from the next one its store would give out, and the lengths of its precreated objects. Any
 //! id found past its allocation, or a precreated object with data in it, proves the store is
-//! behind.
+//! behind. An OSD that does not answer then is checked when it does; until then new files
+//! avoid it and nothing is precreated on it (`health.rs`, "unchecked").
 //! The server then moves its allocation past the highest such id, and sets aside every
 //! precreated range on that OSD without removing the objects. It logs what it found. The files
 //! the store does not know of are lost to the namespace, as with any restore. Their objects are
 //! orphans, which `tessera repair` reports and removes only when asked.
 
+use tessera_mds_proto::FsError;
+
+use crate::health::OsdHealth;
 use crate::namespace::Namespace;
-use crate::objects::{DataObjects, ListedObject};
+use crate::objects::{DataObjects, ListedObject, ObjectsError};
 use crate::store::files::{object_id, object_seq, OBJECT_SEQ_BITS};
 use crate::store::precreate::Range;
 
-/// Checks every OSD of `osd_count`; returns how many were found ahead of the store.
-pub fn fence_older_store(ns: &Namespace, objects: &dyn DataObjects, osd_count: u32) -> u32 {
-    let server = ns.server();
+/// Checks every OSD `health` marks unchecked that is not known to be down, and marks those it
+/// could check as checked; returns how many were found ahead of the store. At start every
+/// OSD is unchecked; one that cannot be listed stays so (new files avoid it and nothing is
+/// precreated on it) and is checked once it answers, by the journals' background thread.
+pub fn fence_unchecked(ns: &Namespace, objects: &dyn DataObjects, health: &OsdHealth) -> u32 {
     let mut ahead = 0;
-    for osd in 0..osd_count {
-        let known = match ns.read(|s| Ok((s.next_seq(osd)?, s.precreated_ranges()?))) {
-            Ok((next, ranges)) if next < 1 << OBJECT_SEQ_BITS => Known { next, pools: ranges.into_iter().filter(|r| r.osd == osd).collect() },
-            Ok(_) => continue,
-            Err(e) => {
-                tracing::warn!(osd, %e, "cannot read the object allocation to check it against the OSD");
-                continue;
-            }
-        };
-        // One listing covers both checks: from the first precreated id (they lie below the
-        // allocation) to the end of this server's own ids.
-        let listed = match objects.lengths_in(osd, object_id(server, known.first_to_list())..server_ids_end(server)) {
-            Ok(listed) => listed,
-            Err(e) => {
-                tracing::warn!(osd, %e, "cannot list the OSD's objects to check that this store is not older than it");
-                continue;
-            }
-        };
-        let Some(highest) = known.highest_unknown_to_store(&listed) else { continue };
-        let next = known.next;
-        match ns.write(|s| s.fence_osd(osd, highest)) {
-            Ok(set_aside) => {
-                ahead += 1;
-                tracing::error!(
-                    osd,
-                    next,
-                    highest,
-                    set_aside,
-                    "this metadata store is older than the OSD: it holds object ids this store never gave out (the store was restored from a backup, or replaced). New ids now start after them and the precreated objects were set aside, so no file gets another's object; files the store does not know are lost to the namespace, and `tessera repair` reports their objects"
-                );
-            }
-            Err(e) => tracing::error!(osd, %e, "this metadata store is older than the OSD, and moving its allocation failed"),
+    for osd in health.unchecked().into_iter().filter(|&osd| !health.is_down(osd)) {
+        match check(ns, objects, health, osd) {
+            Ok(found_ahead) => ahead += found_ahead as u32,
+            Err(e) => tracing::warn!(osd, %e, "cannot check the OSD's objects against this metadata store yet; new files avoid it until then"),
         }
     }
     ahead
+}
+
+/// Checks `osd` now and marks it checked; whether it was found ahead of the store.
+pub fn check(ns: &Namespace, objects: &dyn DataObjects, health: &OsdHealth, osd: u32) -> Result<bool, FenceError> {
+    let found_ahead = fence_osd(ns, objects, osd)?;
+    health.checked(osd);
+    tracing::info!(osd, "OSD checked against this metadata store: new files may be placed on it");
+    Ok(found_ahead)
+}
+
+/// Why an OSD could not be checked.
+#[derive(Debug, thiserror::Error)]
+pub enum FenceError {
+    #[error("reading the object allocation: {0}")]
+    Store(#[from] FsError),
+    #[error("listing the OSD's objects: {0}")]
+    Osd(#[from] ObjectsError),
+}
+
+/// Checks one OSD; whether it was found ahead of the store (and fenced).
+fn fence_osd(ns: &Namespace, objects: &dyn DataObjects, osd: u32) -> Result<bool, FenceError> {
+    let server = ns.server();
+    let (next, ranges) = ns.read(|s| Ok((s.next_seq(osd)?, s.precreated_ranges()?)))?;
+    if next >= 1 << OBJECT_SEQ_BITS {
+        return Ok(false);
+    }
+    let known = Known { next, pools: ranges.into_iter().filter(|r| r.osd == osd).collect() };
+    // One listing covers both checks: from the first precreated id (they lie below the
+    // allocation) to the end of this server's own ids.
+    let listed = objects.lengths_in(osd, object_id(server, known.first_to_list())..server_ids_end(server))?;
+    let Some(highest) = known.highest_unknown_to_store(&listed) else { return Ok(false) };
+    let set_aside = ns.write(|s| s.fence_osd(osd, highest))?;
+    tracing::error!(
+        osd,
+        next,
+        highest,
+        set_aside,
+        "this metadata store is older than the OSD: it holds object ids this store never gave out (the store was restored from a backup, or replaced). New ids now start after them and the precreated objects were set aside, so no file gets another's object; files the store does not know are lost to the namespace, and `tessera repair` reports their objects"
+    );
+    Ok(true)
 }
 
 /// The first id past server `server`'s own (ids carry their server above the sequence bits).

@@ -46,12 +46,16 @@ struct OsdState {
     full: AtomicBool,
     /// When its usage was last read, as `heard_ms`.
     usage_ms: AtomicU64,
+    /// Its objects have not yet been checked against this server's store (`fence.rs`): new
+    /// files avoid it and no objects are precreated on it until they have.
+    unchecked: AtomicBool,
 }
 
 /// Up or down, per OSD of the cluster map, as last heard.
 pub struct OsdHealth {
     osds: Vec<OsdState>,
     down_count: AtomicUsize,
+    unchecked_count: AtomicUsize,
     began: Instant,
 }
 
@@ -65,9 +69,10 @@ impl OsdHealth {
                 heard_ms: AtomicU64::new(0),
                 full: AtomicBool::new(false),
                 usage_ms: AtomicU64::new(0),
+                unchecked: AtomicBool::new(false),
             })
             .collect();
-        OsdHealth { osds, down_count: AtomicUsize::new(0), began: Instant::now() }
+        OsdHealth { osds, down_count: AtomicUsize::new(0), unchecked_count: AtomicUsize::new(0), began: Instant::now() }
     }
 
     /// Records that an operation on `osd` reached it (`true`) or could not (`false`).
@@ -113,9 +118,40 @@ impl OsdHealth {
         self.osds.get(osd as usize).is_some_and(|s| s.full.load(Ordering::Acquire))
     }
 
-    /// The OSDs new files avoid: down or full, in index order.
+    /// The OSDs new files avoid: down, full, or not yet checked, in index order.
     pub fn avoid(&self) -> Vec<u32> {
-        (0..self.osds.len() as u32).filter(|&osd| self.is_down(osd) || self.is_full(osd)).collect()
+        (0..self.osds.len() as u32).filter(|&osd| self.is_down(osd) || self.is_full(osd) || self.is_unchecked(osd)).collect()
+    }
+
+    /// Marks every OSD as not yet checked against the store (at a server's start).
+    pub fn uncheck_all(&self) {
+        for s in &self.osds {
+            if !s.unchecked.swap(true, Ordering::AcqRel) {
+                self.unchecked_count.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// `osd`'s objects were checked against the store.
+    pub fn checked(&self, osd: u32) {
+        if let Some(s) = self.osds.get(osd as usize) {
+            if s.unchecked.swap(false, Ordering::AcqRel) {
+                self.unchecked_count.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+
+    pub fn is_unchecked(&self, osd: u32) -> bool {
+        self.osds.get(osd as usize).is_some_and(|s| s.unchecked.load(Ordering::Acquire))
+    }
+
+    /// The OSDs not yet checked, in index order (empty, without allocating, when none: every
+    /// create asks).
+    pub fn unchecked(&self) -> Vec<u32> {
+        if self.unchecked_count.load(Ordering::Acquire) == 0 {
+            return Vec::new();
+        }
+        (0..self.osds.len() as u32).filter(|&osd| self.is_unchecked(osd)).collect()
     }
 
     /// Down because it did not answer in time: operations on it fail at once.
@@ -243,7 +279,12 @@ impl DataObjects for Watched {
         }
     }
 
+    /// Refused while the OSD is unchecked: ids this store would precreate there may be ones
+    /// the OSD already holds for files this store does not know (`fence.rs`).
     fn create_range(&self, osd: u32, first: u64, count: u16, policy_tag: u32) -> Result<(), ObjectsError> {
+        if self.health.is_unchecked(osd) {
+            return Err(ObjectsError::Unavailable { osd });
+        }
         self.on(osd, |o| o.create_range(osd, first, count, policy_tag))
     }
 

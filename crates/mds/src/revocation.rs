@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use tessera_mds_proto::{FsError, ObjectRef};
 
+use crate::health::OsdHealth;
 use crate::journal;
 use crate::namespace::Namespace;
 use crate::objects::DataObjects;
@@ -38,7 +39,8 @@ pub fn resume(ns: &Namespace, objects: &dyn DataObjects) -> Result<usize, FsErro
     Ok(retag(ns, objects, &list))
 }
 
-/// The background retry of every journal: a thread that runs [`resume`], then drains the
+/// The background retry of every journal: a thread that checks OSDs not yet checked against
+/// the store (`fence.rs`), runs [`resume`], then drains the
 /// removal journal ([`journal::resume`]) and the truncate journal
 /// ([`crate::truncation::resume`]), once at start and then every [`RETRY_EVERY`], so a revocation or truncate
 /// completes and a removed file's space comes back once its OSD is reachable again, without a
@@ -48,8 +50,10 @@ pub struct Retrier {
 }
 
 impl Retrier {
-    pub fn start(ns: Arc<Namespace>, objects: Arc<dyn DataObjects>) -> std::io::Result<Retrier> {
+    pub fn start(ns: Arc<Namespace>, objects: Arc<dyn DataObjects>, health: Arc<OsdHealth>) -> std::io::Result<Retrier> {
         let thread = Periodic::start("mds-journals", RETRY_EVERY, move |_| {
+            // An OSD that was down at start is checked against the store once it answers.
+            crate::fence::fence_unchecked(&ns, objects.as_ref(), &health);
             match resume(&ns, objects.as_ref()) {
                 Ok(0) => {}
                 Ok(left) => tracing::debug!(left, "revocations still owed"),

@@ -162,7 +162,8 @@ impl Mds {
             NamespaceError::Store(e) => OpenError::Store(e),
         })?);
         // Before anything gives out an object id (`fence.rs`).
-        crate::fence::fence_older_store(&ns, objects.as_ref(), config.cluster.osds.len() as u32);
+        health.uncheck_all();
+        crate::fence::fence_unchecked(&ns, objects.as_ref(), &health);
         match journal::resume(&ns, objects.as_ref()) {
             Ok(0) => {}
             Ok(left) => tracing::warn!(left, "objects still await removal"),
@@ -178,7 +179,7 @@ impl Mds {
             Ok(left) => tracing::warn!(left, "revocations still owed to unreachable OSDs; retried in the background"),
             Err(e) => tracing::warn!(%e, "revocation journal not read"),
         }
-        let revocations = Retrier::start(ns.clone(), objects.clone()).map_err(|source| OpenError::Db(DbError::Thread { source }))?;
+        let revocations = Retrier::start(ns.clone(), objects.clone(), health.clone()).map_err(|source| OpenError::Db(DbError::Thread { source }))?;
         let osd_count = config.cluster.osds.len() as u32;
         let pools = Pools::start(ns.clone(), objects.clone(), osd_count, config.precreate).map_err(OpenError::Store)?;
         let prober = Prober::start(watched, health.clone()).map_err(|source| OpenError::Db(DbError::Thread { source }))?;
@@ -390,7 +391,8 @@ impl Mds {
     /// What a thread that must never block (the event loop, `tcp.rs`) may answer itself: a
     /// create whose objects the pools hold, which runs SQLite statements only, and the cluster
     /// map. Anything else,
-    /// including a create that finds a pool empty (the refill calls the OSDs), comes back to be
+    /// including a create that finds a pool empty (the refill calls the OSDs) or an OSD not yet
+    /// checked against the store (`fence.rs`), comes back to be
     /// answered by [`Mds::handle`] on a thread that may block.
     pub fn answer_without_blocking(&self, request: Request) -> Result<Answer, Request> {
         let (parent, name, new, stripe) = match request {
@@ -400,7 +402,7 @@ impl Mds {
         };
         match self.create_once(parent, &name, &new, stripe) {
             CreateTry::Answered(answer) => Ok(answer),
-            CreateTry::PoolEmpty(..) => Err(Request::Create { parent, name, new, stripe }),
+            CreateTry::PoolEmpty(..) | CreateTry::Unchecked(..) => Err(Request::Create { parent, name, new, stripe }),
         }
     }
 
@@ -549,6 +551,20 @@ impl Mds {
             let (pending, osds) = match self.create_once(parent, name, new, stripe) {
                 CreateTry::Answered(answer) => return answer,
                 CreateTry::PoolEmpty(pending, osds) => (pending, osds),
+                CreateTry::Unchecked(pending, osds) => {
+                    // An OSD down when this server started: check it now that a file needs
+                    // it (a down one fails at once and the create is EIO, as on a down OSD).
+                    if let Err(e) = self.ns.wait(pending) {
+                        return Answer::Now(Err(e));
+                    }
+                    for osd in osds {
+                        if let Err(e) = crate::fence::check(&self.ns, self.objects.as_ref(), &self.health, osd) {
+                            tracing::warn!(osd, %e, "a new file needs an OSD not yet checked against this store, and it cannot be checked");
+                            return Answer::Now(Err(FsError::Io));
+                        }
+                    }
+                    continue;
+                }
             };
             // The refill judges the pools by what is committed: the group holding the objects
             // creates took meanwhile must be committed first, or it sees them as still there
@@ -568,7 +584,7 @@ impl Mds {
 
     /// One attempt at a create's step, calling no OSD.
     fn create_once(&self, parent: InodeId, name: &str, new: &NewInode, stripe: Option<StripeHint>) -> CreateTry {
-        let policy = StripePolicy { default: self.config.default_stripe, osd_count: self.osd_count(), avoid: self.health.avoid() };
+        let policy = StripePolicy { default: self.config.default_stripe, osd_count: self.osd_count(), avoid: self.health.avoid(), unusable: self.health.unchecked() };
         let (pending, result) = match self.ns.start_write(|s| s.create_file(parent, name, new, stripe, &policy, now())) {
             Ok(started) => started,
             Err(e) => return CreateTry::Answered(Answer::Now(Err(e))),
@@ -583,6 +599,7 @@ impl Mds {
                 CreateTry::Answered(Answer::WhenDurable(pending, reply))
             }
             Err(CreateError::PoolEmpty(osds)) => CreateTry::PoolEmpty(pending, osds),
+            Err(CreateError::Unchecked(osds)) => CreateTry::Unchecked(pending, osds),
             Err(CreateError::Fs(e)) => CreateTry::Answered(Answer::WhenDurable(pending, Err(e))),
         }
     }
@@ -780,6 +797,8 @@ enum CreateTry {
     Answered(Answer),
     /// These OSDs' pools are empty (nothing was written; `Pending` is the open group).
     PoolEmpty(Pending, Vec<u32>),
+    /// These OSDs are not yet checked against the store (nothing was written).
+    Unchecked(Pending, Vec<u32>),
 }
 
 /// An inode's row and, for a regular file, its layout.

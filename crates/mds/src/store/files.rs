@@ -44,6 +44,10 @@ pub struct StripePolicy {
     pub osd_count: u32,
     /// OSDs last found unreachable or full (`health.rs`), in index order.
     pub avoid: Vec<u32>,
+    /// OSDs no new file may use at all, even one wider than the others: not yet checked
+    /// against this store (`fence.rs`), so their precreated objects may hold a lost life's
+    /// data. A create that needs one checks it first ([`CreateError::Unchecked`]).
+    pub unusable: Vec<u32>,
 }
 
 /// A created file.
@@ -61,6 +65,8 @@ pub enum CreateError {
     Fs(FsError),
     /// These OSDs have no precreated object ready: refill, then try again.
     PoolEmpty(Vec<u32>),
+    /// These OSDs are not yet checked against the store (`fence.rs`): check, then try again.
+    Unchecked(Vec<u32>),
 }
 
 impl From<FsError> for CreateError {
@@ -215,6 +221,10 @@ impl Store {
         }
         let ino = self.alloc_inode()?;
         let (stripe, osds) = resolve(&hint.or(dir_hint).unwrap_or(policy.default), policy.osd_count, &policy.avoid, self.hot.spread())?;
+        let unchecked: Vec<u32> = osds.iter().copied().filter(|o| policy.unusable.contains(o)).collect();
+        if !unchecked.is_empty() {
+            return Err(CreateError::Unchecked(unchecked));
+        }
         // The objects are chosen before any write, so an empty pool fails with nothing to undo.
         // Slots are on distinct OSDs, so each OSD is peeked once.
         let mut peeked = Vec::with_capacity(osds.len());
