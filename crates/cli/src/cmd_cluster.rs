@@ -158,13 +158,17 @@ pub fn up(args: UpArgs) -> Result<()> {
         eprintln!("tessera up: WARNING: NOSEC (--insecure): every OSD runs NOSEC; anyone who reaches an OSD can read, write and remove every object");
     }
     let exe = std::env::current_exe().context("finding the tessera executable")?;
-    options.save(&dir)?;
-    let cluster = LocalCluster::start_spec(&exe, &dir, &spec).inspect_err(|_| {
-        // A cluster that never started keeps no set-up: the next `up` takes its options afresh.
-        if recorded.is_none() {
-            let _ = std::fs::remove_file(dir.join(up_options::OPTIONS_FILE));
-        }
-    })?;
+    // A first start records its set-up only once it is up (`up_options::STARTING_FILE`): one
+    // that fails or is interrupted leaves the next `up` free to take its options afresh.
+    match recorded {
+        Some(_) => options.save(&dir)?,
+        None => options.save_as(&dir, up_options::STARTING_FILE)?,
+    }
+    let cluster = LocalCluster::start_spec(&exe, &dir, &spec)?;
+    if recorded.is_none() {
+        let (starting, done) = (dir.join(up_options::STARTING_FILE), dir.join(up_options::OPTIONS_FILE));
+        std::fs::rename(&starting, &done).with_context(|| format!("renaming {} to {}", starting.display(), done.display()))?;
+    }
     let cluster_file = cluster.cluster_file();
     let records = cluster.detach()?;
     for r in &records {
@@ -329,6 +333,9 @@ pub fn status(args: StatusArgs) -> Result<()> {
 /// and the stores' locks (as `down` finds them), and whether each recorded address still
 /// accepts connections. The command still fails: clients cannot find the cluster.
 fn status_from_dir(dir: &Path, file: &Path, why: anyhow::Error) -> Result<()> {
+    if !file.exists() && running::stores(dir).is_empty() {
+        bail!("{} holds no cluster (no stores, no {CLUSTER_FILE}); give the directory given to `tessera up`", dir.display());
+    }
     eprintln!("tessera status: warning: {why}\nshowing what {} holds of the daemons instead", dir.display());
     let running = running::find(dir);
     println!("{:<6} {:<22} {:<6} detail", "daemon", "address", "state");

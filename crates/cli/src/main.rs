@@ -123,6 +123,7 @@ fn main() {
         .init();
     if !matches!(cli.command, Command::Osd(_) | Command::Mds(_)) {
         restore_sigpipe();
+        exit_cleanly_when_stdout_fails();
     }
     if matches!(cli.command, Command::Up(_) | Command::Demo(_) | Command::Bench(_)) {
         // These start daemons: an interrupt must not leave them running.
@@ -193,6 +194,24 @@ fn restore_sigpipe() {
     unsafe {
         libc::signal(libc::SIGPIPE, on_sigpipe as extern "C" fn(libc::c_int) as libc::sighandler_t);
     }
+}
+
+/// `print!` panics when standard output cannot be written (`tessera ls > /dev/full`): a
+/// backtrace and exit status 101 for what is an ordinary error. The hook turns that one panic
+/// into the error line and status 1 every other failure gets; any other panic is reported as
+/// before.
+fn exit_cleanly_when_stdout_fails() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info.payload().downcast_ref::<String>().map(String::as_str).or_else(|| info.payload().downcast_ref::<&str>().copied());
+        match message.and_then(|m| m.strip_prefix("failed printing to stdout: ")) {
+            Some(why) => {
+                eprintln!("{}writing to standard output: {why}", tessera_cli::daemon::ERROR_PREFIX);
+                std::process::exit(1);
+            }
+            None => default(info),
+        }
+    }));
 }
 
 /// Keeps multi-megabyte I/O buffers in the heap instead of a fresh mmap per command: glibc

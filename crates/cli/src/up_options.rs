@@ -14,6 +14,11 @@ use crate::cluster::{CLUSTER_FILE, KEYS_DIR};
 use crate::running;
 
 pub const OPTIONS_FILE: &str = "up.json";
+/// Written instead of [`OPTIONS_FILE`] while a first start runs, and renamed to it once the
+/// cluster is up: a directory holding it saw a first start that never finished (interrupted,
+/// or a daemon that would not start), so the next `up` starts afresh rather than take the
+/// stores it left for a cluster set up differently.
+pub const STARTING_FILE: &str = "up.json.starting";
 /// The security value of a cluster whose OSDs run NOSEC (`--insecure`).
 pub const NOSEC: &str = "nosec";
 
@@ -52,6 +57,9 @@ impl UpOptions {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e).with_context(|| format!("reading {}", path.display())),
             Err(_) => {}
         }
+        if dir.join(STARTING_FILE).exists() {
+            return Ok(None);
+        }
         let stores = running::stores(dir);
         if stores.is_empty() {
             return Ok(None);
@@ -71,8 +79,13 @@ impl UpOptions {
 
     /// Writes `DIR/up.json` whole (a new file renamed over the old one).
     pub fn save(&self, dir: &Path) -> Result<()> {
-        let path = dir.join(OPTIONS_FILE);
-        let new = dir.join(format!("{OPTIONS_FILE}.new"));
+        self.save_as(dir, OPTIONS_FILE)
+    }
+
+    /// Writes `DIR/name` whole (a new file renamed over the old one).
+    pub fn save_as(&self, dir: &Path, name: &str) -> Result<()> {
+        let path = dir.join(name);
+        let new = dir.join(format!("{name}.new"));
         let text = serde_json::to_string_pretty(self)? + "\n";
         std::fs::write(&new, text).and_then(|()| std::fs::rename(&new, &path)).with_context(|| format!("writing {}", path.display()))
     }

@@ -368,4 +368,9 @@ fn status_with_a_corrupt_cluster_file_shows_the_daemons_from_the_directory() {
     run_ok(&["down", "--dir", c.arg()]);
     run_ok(&c.up_args("2"));
     run_ok(&["status", "--dir", c.arg()]);
+    // A directory that holds no cluster (a typo) is named as such, with no advice to make one.
+    let typo = c.path().join("no-such-cluster");
+    let out = run(&["status", "--dir", typo.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert!(!out.status.success() && err.contains("holds no cluster") && !err.contains("tessera up --dir"), "{err}");
 }

@@ -211,7 +211,9 @@ fn namespace_commands_and_their_errors() {
     let err = c.fails(&["mkdir", "/a"]);
     assert!(err.contains("mkdir /a: file exists"), "EEXIST: {err}");
     let err = c.fails(&["mkdir", "/missing/b"]);
-    assert!(err.contains("mkdir /missing: no such file or directory\n"), "ENOENT named once: {err}");
+    assert!(err.contains("mkdir /missing/b: no such file or directory\n"), "ENOENT named once, by the path given: {err}");
+    let err = c.fails(&["touch", "/missing/t"]);
+    assert!(err.contains("/missing/t: no such file or directory"), "{err}");
     c.ok(&["mkdir", "-p", "/a/b/c"]);
     let work = tempfile::tempdir().unwrap();
     let local = work.path().join("f");
@@ -227,6 +229,15 @@ fn namespace_commands_and_their_errors() {
     assert_eq!(c.ok(&["cat", "/a/g"]).stdout, b"payload");
     c.ok(&["mv", "/a/g", "/a/b"]);
     assert_eq!(c.ok(&["cat", "/a/b/g"]).stdout, b"payload");
+    // Several sources, as mv(1): into a directory, and refused onto anything else.
+    c.ok(&["put", local.to_str().unwrap(), "/m1"]);
+    c.ok(&["put", local.to_str().unwrap(), "/m2"]);
+    let err = c.fails(&["mv", "/m1", "/m2", "/a/b/g"]);
+    assert!(err.contains("target /a/b/g is not a directory"), "{err}");
+    c.ok(&["mv", "/m1", "/m2", "/a/b/c"]);
+    assert_eq!(c.ok(&["cat", "/a/b/c/m1"]).stdout, b"payload");
+    assert_eq!(c.ok(&["cat", "/a/b/c/m2"]).stdout, b"payload");
+    c.ok(&["rm", "/a/b/c/m1", "/a/b/c/m2"]);
     let err = c.fails(&["rm", "/a"]);
     assert!(err.contains("use -r"), "{err}");
     // As rm(1): the root and paths ending in '..' are refused before anything goes.
@@ -447,6 +458,25 @@ fn mv_across_metadata_servers_copies_and_removes() {
     c.ok(&["get", &format!("{there}/tree/sub/x"), back.to_str().unwrap()]);
     assert_eq!(std::fs::read(&back).unwrap(), data);
     assert_eq!(stdout(&c.ok(&["ls", &here])), "");
+
+    // A move needs no permission on the file (rename(2) needs none), and keeps the owner:
+    // read-only and unreadable files, and a directory, each owned by someone else.
+    for (name, mode) in [("ro", "444"), ("none", "000")] {
+        let path = format!("{here}/{name}");
+        c.ok(&["put", local.to_str().unwrap(), &path]);
+        c.ok(&["chown", "123:456", &path]);
+        c.ok(&["chmod", mode, &path]);
+        c.ok(&["mv", &path, &there]);
+        let stat = stdout(&c.ok(&["stat", &format!("{there}/{name}")]));
+        assert!(stat.contains(&format!("mode: 0{mode}")) && stat.contains("owner: uid 123 gid 456"), "{stat}");
+        c.ok(&["chmod", "644", &format!("{there}/{name}")]);
+        c.ok(&["get", &format!("{there}/{name}"), back.to_str().unwrap()]);
+        assert!(std::fs::read(&back).unwrap() == data, "{name} moved whole");
+    }
+    c.ok(&["mkdir", &format!("{here}/owned")]);
+    c.ok(&["chown", "7:8", &format!("{here}/owned")]);
+    c.ok(&["mv", &format!("{here}/owned"), &there]);
+    assert!(stdout(&c.ok(&["stat", &format!("{there}/owned")])).contains("owner: uid 7 gid 8"));
 }
 
 /// Goal: a command that is refused leaves both sides as they were. `get` of a missing remote
@@ -950,5 +980,59 @@ fn crossing_directory_moves_between_servers_leave_no_stray_directory() {
             (true, true) => vec![format!("{here}:"), format!("{there}:"), format!("{there}/Q:"), format!("{there}/Q/Q:")],
         };
         assert_eq!(dirs, expected, "round {round}: {}\n{}", String::from_utf8_lossy(&a.stderr), String::from_utf8_lossy(&b.stderr));
+    }
+}
+
+/// Goal: two `rm -rf` of one tree at once both succeed and leave nothing: an entry the other
+/// removed first is gone already, and the walk goes on past it (as rm(1)). Before, the first
+/// such entry ended the walk, and `-f` then took the tree's NotFound as success with most of
+/// the tree left. Method: a tree of 5 directories of 40 files, two real `rm -rf` racing, four
+/// rounds.
+#[test]
+fn racing_recursive_removals_both_succeed_and_leave_nothing() {
+    let c = UpCluster::start(2);
+    let local = tempfile::tempdir().unwrap();
+    for d in 0..5 {
+        let dir = local.path().join(format!("d{d}"));
+        std::fs::create_dir(&dir).unwrap();
+        for f in 0..40 {
+            std::fs::write(dir.join(format!("f{f}")), b"").unwrap();
+        }
+    }
+    for round in 0..4 {
+        c.ok(&["put", "-r", local.path().to_str().unwrap(), "/rt"]);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| c.ok(&["rm", "-rf", "/rt"]));
+            }
+        });
+        let err = c.fails(&["stat", "/rt"]);
+        assert!(err.contains("no such file or directory"), "round {round}: the tree is gone: {err}");
+    }
+}
+
+/// Goal: a command whose standard output cannot be written (a full disk, `> /dev/full`) fails
+/// with the error line and status 1 every failure has, not a panic's backtrace and 101; and
+/// `put -` into a directory is refused (standard input has no name), not stored as `-`.
+#[test]
+fn output_and_input_mistakes_fail_cleanly() {
+    let c = UpCluster::start(1);
+    c.ok(&["mkdir", "/d"]);
+    // df(1)'s -h is a table, not help.
+    assert!(stdout(&c.ok(&["df", "-h"])).starts_with("osd "), "df -h prints the table");
+    let err = c.fails(&["put", "-", "/d"]);
+    assert!(err.contains("standard input has no name"), "{err}");
+    assert_eq!(stdout(&c.ok(&["ls", "/d"])), "", "nothing was stored");
+    for args in [&["ls", "/"][..], &["stat", "/d"][..], &["df"][..]] {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let out = std::process::Command::new(common::tessera_exe())
+            .args(args)
+            .env("TESSERA_CLUSTER", c.cluster_file())
+            .stdout(std::process::Stdio::from(full))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("writing to standard output: No space left on device") && !err.contains("panicked"), "{args:?}: {err}");
     }
 }

@@ -197,3 +197,27 @@ fn a_master_key_the_osd_does_not_hold_is_named_as_such() {
     assert!(err.contains("OSD 1 refused the root key signed under the master key this server has for it"), "{err}");
     assert!(err.contains("give this server the key file the OSD was first started with"), "{err}");
 }
+
+/// Goal: a first `up` that did not finish (a daemon would not start, or the command was
+/// interrupted) leaves the next `up` free to start the cluster as asked, instead of taking the
+/// stores it left for a cluster set up differently ("the cluster has 2 OSDs"). Method: a bad
+/// key file makes OSD 1 fail after OSD 0 and OSD 1 made their stores; the same `up` then runs
+/// again once the file is gone.
+#[test]
+fn a_first_up_that_did_not_finish_can_simply_be_run_again() {
+    use std::os::unix::fs::PermissionsExt;
+    let c = ClusterDir::new();
+    let keys = c.path().join("keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(keys.join("osd1.key"), "not a key\n").unwrap();
+    std::fs::set_permissions(keys.join("osd1.key"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let err = c.up_refused(&["--osds", "3"]);
+    assert!(err.contains("osd1.key"), "{err}");
+    assert!(c.has_store("osd0") && c.has_store("osd1"), "the failed start left stores behind");
+    std::fs::remove_file(keys.join("osd1.key")).unwrap();
+    let out = c.up_ok(&["--osds", "3"]);
+    assert!(out.contains("cluster up: 1 metadata server(s), 3 OSD(s)"), "{out}");
+    c.down();
+    c.up_ok(&[]);
+}

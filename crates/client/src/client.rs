@@ -199,7 +199,12 @@ impl Inner {
     /// The directory that holds `path`'s final name, and that name.
     pub fn parent_of<'p>(&self, op: &'static str, path: &'p str) -> Result<(Attr, &'p str), ClientError> {
         let (parent, name) = split_parent(op, path)?;
-        let dir = self.resolve_followed(op, if parent.is_empty() { "/" } else { parent })?;
+        // A refusal on the way names the path asked for, as coreutils do (`mkdir /x/y`: "/x/y:
+        // no such file or directory"), not the parent, which reads as if it were being made.
+        let dir = self.resolve_followed(op, if parent.is_empty() { "/" } else { parent }).map_err(|e| match e {
+            ClientError::Fs { op, source, .. } => ClientError::Fs { op, path: path.to_string(), source },
+            other => other,
+        })?;
         if dir.file_type != FileType::Directory {
             return Err(ClientError::Fs { op, path: path.to_string(), source: FsError::NotDir });
         }

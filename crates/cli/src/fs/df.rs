@@ -13,8 +13,17 @@ use tessera_mds_proto::OsdUsage;
 use super::ClusterArg;
 use crate::units::format_size;
 
+/// `-h` is df(1)'s human sizes, so help is `--help` alone.
 #[derive(Args)]
+#[command(disable_help_flag = true)]
 pub struct DfArgs {
+    /// Sizes as 1.5K, 200M, 3.1G: the only way this table shows them, accepted as df(1) users
+    /// type it.
+    #[arg(short = 'h', long = "human-readable")]
+    _human: bool,
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
     #[command(flatten)]
     cluster: ClusterArg,
 }

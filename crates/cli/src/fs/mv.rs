@@ -4,8 +4,9 @@
 //!
 //! The source is first renamed aside in its own directory (`claim`), so that of two movers of
 //! one name (or a mover and an `rm`) the second fails before it changes anything. A file is then
-//! copied under a temporary name beside the destination, keeping its mode, times and striping
-//! (stripe unit and count) and its holes (stripes of zeros are not written), renamed onto the
+//! copied under a temporary name beside the destination, keeping its owner, mode, times and
+//! striping (stripe unit and count) and its holes (stripes of zeros are not written), and
+//! needing no permission on the file, as rename(2) needs none; renamed onto the
 //! destination (one server: the two names share a directory), and only then removed at the
 //! source. A failure before that rename removes the copy and puts the source back under its
 //! name. A directory is made at the destination (replacing an empty one there) and its entries
@@ -22,9 +23,10 @@ use super::ClusterArg;
 
 #[derive(Args)]
 pub struct MvArgs {
-    from: String,
-    /// The new name, or an existing directory to move into.
-    to: String,
+    /// SOURCE... DEST: what to move, then its new name, or an existing directory to move
+    /// into (which several sources need), as mv(1).
+    #[arg(required = true, num_args = 2.., value_name = "PATH")]
+    paths: Vec<String>,
     #[command(flatten)]
     cluster: ClusterArg,
 }
@@ -34,35 +36,43 @@ const COPY_CHUNK_MIN: u64 = 8 << 20;
 
 pub fn mv(args: MvArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
-    // Like mv(1): moving onto an existing directory (or a link to one) moves into it.
-    let to = match client.lookup_followed(&args.to) {
+    let (sources, dest) = args.paths.split_at(args.paths.len() - 1);
+    let dest = &dest[0];
+    if sources.len() > 1 && !matches!(client.lookup_followed(dest), Ok(a) if a.file_type == FileType::Directory) {
+        bail!("target {dest} is not a directory (several sources move into a directory)");
+    }
+    super::each_path("mv", sources, |from| move_one(&client, from, dest))
+}
+
+/// Moves `from` to `dest`, or into it when it is an existing directory (or a link to one).
+fn move_one(client: &Client, from: &str, dest: &str) -> Result<()> {
+    let to = match client.lookup_followed(dest) {
         Ok(a) if a.file_type == FileType::Directory => {
-            let name = args.from.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
-            format!("{}/{name}", args.to.trim_end_matches('/'))
+            let name = from.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
+            format!("{}/{name}", dest.trim_end_matches('/'))
         }
-        _ => args.to.clone(),
+        _ => dest.to_string(),
     };
     // Checked before anything moves: the copying path below would otherwise rearrange the
     // tree before the servers could refuse. The text is compared first, for the message; a
     // destination reached through a symlink is caught by inode.
-    let (src, dst) = (normalized(&args.from), normalized(&to));
+    let (src, dst) = (normalized(from), normalized(&to));
     if src.is_empty() {
         bail!("cannot move the root");
     }
     if dst == src {
-        bail!("{} and {to} are the same file", args.from);
+        bail!("{from} and {to} are the same file");
     }
     if dst.len() > src.len() && dst[..src.len()] == src[..] {
-        bail!("cannot move {} into itself ({to})", args.from);
+        bail!("cannot move {from} into itself ({to})");
     }
-    let from = client.lookup(&args.from)?;
+    let attr = client.lookup(from)?;
     // A destination that cannot be walked is left for the rename to report.
-    if from.file_type == FileType::Directory && matches!(inside(&client, &to, from.ino), Ok(true)) {
-        bail!("cannot move {} into itself ({to})", args.from);
+    if attr.file_type == FileType::Directory && matches!(inside(client, &to, attr.ino), Ok(true)) {
+        bail!("cannot move {from} into itself ({to})");
     }
-    move_path(&client, &args.from, &to)
+    move_path(client, from, &to)
 }
-
 
 /// Renames `from` to `to`, or copies and deletes when they are on different metadata servers.
 fn move_path(client: &Client, from: &str, to: &str) -> Result<()> {
@@ -122,6 +132,7 @@ fn move_directory(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<
             move_path(client, &src, &dst).with_context(|| format!("stopped part-way, at {src}"))?;
             moved += 1;
         }
+        client.chown(to, Some(attr.uid), Some(attr.gid))?;
         Ok(client.set_times(to, Some(attr.atime), Some(attr.mtime))?)
     })();
     if let Err(e) = filled {
@@ -205,12 +216,33 @@ fn copy_then_remove(client: &Client, from: &str, to: &str, attr: &Attr) -> Resul
     Ok(client.unlink(from)?)
 }
 
-/// Copies a regular file's bytes, mode, times and striping; stripes of zeros stay holes.
+/// Copies a regular file's bytes, owner, mode, times and striping; stripes of zeros stay
+/// holes. A move needs no permission on the file itself (rename(2) needs none): a source
+/// without read permission is given it for the copy (it is being moved; a failed move puts
+/// the mode back), and the copy is made writable by its owner until its bytes are in.
 fn copy_file(client: &Client, from: &str, to: &str, attr: &Attr, interrupt: &Interrupt) -> Result<()> {
+    let unreadable = attr.mode & 0o400 == 0;
+    if unreadable {
+        client.chmod(from, attr.mode | 0o400)?;
+    }
+    let copied = copy_bytes(client, from, to, attr, interrupt);
+    if unreadable && copied.is_err() {
+        if let Err(e) = client.chmod(from, attr.mode) {
+            return copied.context(format!("and {from}'s mode could not be put back to {:04o} ({e})", attr.mode & 0o7777));
+        }
+    }
+    copied?;
+    client.chown(to, Some(attr.uid), Some(attr.gid))?;
+    client.chmod(to, attr.mode)?;
+    client.set_times(to, Some(attr.atime), Some(attr.mtime))?;
+    Ok(())
+}
+
+fn copy_bytes(client: &Client, from: &str, to: &str, attr: &Attr, interrupt: &Interrupt) -> Result<()> {
     let src = client.open(from)?;
     let stripe = &src.layout().stripe;
     let hint = StripeHint { stripe_unit: stripe.stripe_unit(), stripe_count: stripe.stripe_count(), start_osd: None };
-    let dst = client.create(to, attr.mode, Some(hint))?;
+    let dst = client.create(to, attr.mode | 0o600, Some(hint))?;
     let width = dst.layout().stripe.stripe_unit() * dst.layout().stripe.stripe_count() as u64;
     let chunk = COPY_CHUNK_MIN.div_ceil(width.max(1)) * width.max(1);
     let size = src.size()?;
@@ -230,6 +262,5 @@ fn copy_file(client: &Client, from: &str, to: &str, attr: &Attr, interrupt: &Int
     }
     dst.set_len(size)?;
     dst.fsync()?;
-    client.set_times(to, Some(attr.atime), Some(attr.mtime))?;
     Ok(())
 }

@@ -346,15 +346,26 @@ pub fn remove(client: &Client, path: &str, recursive: bool, workers: usize) -> R
     // the metadata server commits their unlinks together.
     let (dirs, others): (Vec<_>, Vec<_>) = client.readdir(path)?.into_iter().partition(|e| e.attr.file_type == FileType::Directory);
     let child = |name: &str| format!("{}/{name}", path.trim_end_matches('/'));
+    // An entry another client removed or renamed meanwhile is gone already: the walk goes on
+    // (as rm(1) does), and only the directory's own rmdir says whether the tree is gone.
     for entry in dirs {
-        remove(client, &child(&entry.name), true, workers)?;
+        unless_vanished(remove(client, &child(&entry.name), true, workers))?;
     }
-    super::parallel::for_each(workers, &others, |entry| Ok(client.unlink(&child(&entry.name))?))?;
+    super::parallel::for_each(workers, &others, |entry| unless_vanished(client.unlink(&child(&entry.name)).map_err(Into::into)))?;
     // The root itself stays (--no-preserve-root empties it).
     if attr.ino != InodeId::ROOT {
         client.rmdir(path)?;
     }
     Ok(())
+}
+
+/// `result`, with an error that says its path no longer exists (NotFound, Stale) taken as
+/// done.
+fn unless_vanished(result: Result<()>) -> Result<()> {
+    match result {
+        Err(e) if matches!(e.downcast_ref::<tessera_client::ClientError>().and_then(|c| c.fs_error()), Some(FsError::NotFound | FsError::Stale)) => Ok(()),
+        other => other,
+    }
 }
 
 fn type_name(t: FileType) -> &'static str {

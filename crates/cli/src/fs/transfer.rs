@@ -71,13 +71,14 @@ pub struct CatArgs {
     cluster: ClusterArg,
 }
 
+/// A bar for `total` bytes; with `total` 0 (a pipe on standard input: not known), the bytes
+/// so far and the rate, with no total to reach.
 pub(super) fn progress(total: u64, what: &str) -> ProgressBar {
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}")
-            .expect("static template")
-            .progress_chars("=> "),
-    );
+    let (bar, template) = match total {
+        0 => (ProgressBar::no_length(), "{msg} {bytes} {binary_bytes_per_sec}"),
+        _ => (ProgressBar::new(total), "{msg} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}"),
+    };
+    bar.set_style(ProgressStyle::with_template(template).expect("static template").progress_chars("=> "));
     bar.set_message(what.to_string());
     bar
 }
@@ -110,7 +111,9 @@ pub fn put(args: PutArgs) -> Result<()> {
     // The source is opened and checked first: a bad one must not touch the destination.
     // A new file gets the local file's permission bits less the umask, as cp(1) gives.
     let (input, total, local_mode): (Box<dyn Read>, u64, u32) = if args.local.as_os_str() == "-" {
-        (Box::new(io::stdin().lock()), 0, 0o644)
+        // A file redirected to standard input has a size for the bar; a pipe has none.
+        let total = std::fs::metadata("/proc/self/fd/0").ok().filter(|m| m.is_file()).map_or(0, |m| m.len());
+        (Box::new(io::stdin().lock()), total, 0o644)
     } else {
         let f = LocalFile::open(&args.local).with_context(|| format!("opening {}", args.local.display()))?;
         let meta = f.metadata()?;
@@ -269,7 +272,11 @@ fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
 fn destination(client: &Client, remote: &str, local: &Path) -> Result<String> {
     match client.lookup_followed(remote) {
         Ok(attr) if attr.file_type == FileType::Directory => {
-            let name = local.file_name().and_then(|n| n.to_str()).context("standard input has no name; give a file path as destination")?;
+            if local.as_os_str() == "-" {
+                bail!("standard input has no name; give a file path as destination, not the directory {remote}");
+            }
+            let name = local.file_name().with_context(|| format!("{} names no file to put into {remote}; give a file path as destination", local.display()))?;
+            let name = name.to_str().with_context(|| format!("{} is not valid UTF-8, which Tessera's names must be; give a destination file name", local.display()))?;
             Ok(format!("{}/{name}", remote.trim_end_matches('/')))
         }
         _ => Ok(remote.to_string()),
