@@ -37,8 +37,15 @@ pub fn fence_unchecked(ns: &Namespace, objects: &dyn DataObjects, health: &OsdHe
     ahead
 }
 
-/// Checks `osd` now and marks it checked; whether it was found ahead of the store.
+/// Checks `osd` now and marks it checked; whether it was found ahead of the store. One check
+/// at a time (the journals' thread and a create may both want one): a second would judge by a
+/// listing older than the first one's fence, and could set aside a range made since.
 pub fn check(ns: &Namespace, objects: &dyn DataObjects, health: &OsdHealth, osd: u32) -> Result<bool, FenceError> {
+    static CHECKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = CHECKING.lock().unwrap_or_else(|p| p.into_inner());
+    if !health.is_unchecked(osd) {
+        return Ok(false);
+    }
     let found_ahead = fence_osd(ns, objects, osd)?;
     health.checked(osd);
     tracing::info!(osd, "OSD checked against this metadata store: new files may be placed on it");
