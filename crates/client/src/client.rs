@@ -283,6 +283,16 @@ impl Client {
     }
 
     pub fn mkdir(&self, path: &str, mode: u32) -> Result<Attr, ClientError> {
+        self.mkdir_as(path, self.inner.new_inode(mode))
+    }
+
+    /// [`Client::mkdir`] owned by `uid`:`gid` from the start, in the one request (`tessera mv`
+    /// remakes a directory on another metadata server with its owner).
+    pub fn mkdir_owned(&self, path: &str, mode: u32, uid: u32, gid: u32) -> Result<Attr, ClientError> {
+        self.mkdir_as(path, NewInode { mode: mode & 0o7777, uid, gid })
+    }
+
+    fn mkdir_as(&self, path: &str, new: NewInode) -> Result<Attr, ClientError> {
         if !path.is_empty() && crate::path::normalized(path).is_empty() {
             // The root (or a path that comes back to it) exists, as mkdir(2) answers.
             return Err(ClientError::Fs { op: "mkdir", path: path.to_string(), source: FsError::Exists });
@@ -293,7 +303,7 @@ impl Client {
             return Err(ClientError::Fs { op: "mkdir", path: path.to_string(), source: FsError::Exists });
         }
         let (dir, name) = self.inner.parent_of("mkdir", path)?;
-        let request = Request::Mkdir { parent: dir.ino, name: name.to_string(), new: self.inner.new_inode(mode) };
+        let request = Request::Mkdir { parent: dir.ino, name: name.to_string(), new };
         self.inner.attr_of(dir.ino, "mkdir", path, request)
     }
 

@@ -123,7 +123,7 @@ fn move_directory(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<
         Err(e) if e.fs_error() == Some(FsError::NotFound) => {}
         Err(e) => return Err(e.into()),
     }
-    client.mkdir(to, attr.mode).with_context(|| format!("making {to} on another metadata server"))?;
+    client.mkdir_owned(to, attr.mode, attr.uid, attr.gid).with_context(|| format!("making {to} on another metadata server"))?;
     let mut moved = 0;
     let filled = (|| {
         for entry in client.readdir(from)? {
@@ -132,7 +132,6 @@ fn move_directory(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<
             move_path(client, &src, &dst).with_context(|| format!("stopped part-way, at {src}"))?;
             moved += 1;
         }
-        client.chown(to, Some(attr.uid), Some(attr.gid))?;
         Ok(client.set_times(to, Some(attr.atime), Some(attr.mtime))?)
     })();
     if let Err(e) = filled {
