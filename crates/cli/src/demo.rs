@@ -32,8 +32,14 @@ const FILE_LEN: usize = 32 << 20;
 const STRIPE_UNIT: u64 = 1 << 20;
 
 pub fn run(args: DemoArgs) -> Result<()> {
-    let temp = crate::children::scratch_dir("tessera-demo-", None)?;
-    let root = args.dir.clone().unwrap_or_else(|| temp.path().to_path_buf());
+    // A temporary directory only when none was given: a demo killed outright cannot remove it.
+    let (root, _temp) = match args.dir.clone() {
+        Some(dir) => (dir, None),
+        None => {
+            let temp = crate::children::scratch_dir("tessera-demo-", None)?;
+            (temp.path().to_path_buf(), Some(temp))
+        }
+    };
     let exe = std::env::current_exe().context("finding the tessera executable")?;
     let spec = ClusterSpec::new(args.osds);
 

@@ -17,5 +17,6 @@ pub mod parent_tie;
 pub mod report;
 pub mod running;
 pub mod session;
+pub mod std_fds;
 pub mod units;
 pub mod up_options;

@@ -111,9 +111,18 @@ pub struct BenchArgs {
     common: bench::CommonArgs,
 }
 
+/// Runs before Rust's runtime, which fills closed standard descriptors with /dev/null and so
+/// hides that the caller closed them (`std_fds`).
+#[used]
+#[link_section = ".init_array"]
+static NOTE_CLOSED_STD_FDS: extern "C" fn() = tessera_cli::std_fds::note_closed;
+
 fn main() {
     tune_allocator();
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Osd(_) | Command::Mds(_)) {
+        tessera_cli::std_fds::fill_stdout();
+    }
     let filter = std::env::var("RUST_LOG").unwrap_or(cli.log.clone());
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
@@ -205,6 +214,10 @@ fn exit_cleanly_when_stdout_fails() {
     std::panic::set_hook(Box::new(move |info| {
         let message = info.payload().downcast_ref::<String>().map(String::as_str).or_else(|| info.payload().downcast_ref::<&str>().copied());
         match message.and_then(|m| m.strip_prefix("failed printing to stdout: ")) {
+            Some(_) if tessera_cli::std_fds::stdout_closed() => {
+                eprintln!("{}standard output is closed; this command prints its result there", tessera_cli::daemon::ERROR_PREFIX);
+                std::process::exit(1);
+            }
             Some(why) => {
                 eprintln!("{}writing to standard output: {why}", tessera_cli::daemon::ERROR_PREFIX);
                 std::process::exit(1);

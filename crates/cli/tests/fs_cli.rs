@@ -1035,4 +1035,32 @@ fn output_and_input_mistakes_fail_cleanly() {
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(err.contains("writing to standard output: No space left on device") && !err.contains("panicked"), "{args:?}: {err}");
     }
+    // A descriptor the caller closed (`>&-`, `<&-`) is not taken for a socket, and is an error
+    // for a command that needs it, not output thrown away or an empty file stored.
+    let local = c.dir.path().join("f.txt");
+    std::fs::write(&local, b"kept\n").unwrap();
+    c.ok(&["put", local.to_str().unwrap(), "/d/f"]);
+    let closed = |fd: i32, args: &[&str]| {
+        let mut cmd = std::process::Command::new(common::tessera_exe());
+        cmd.args(args).env("TESSERA_CLUSTER", c.cluster_file());
+        // SAFETY: close(2) in the child between fork and exec.
+        unsafe { std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || { libc::close(fd); Ok(()) }) };
+        cmd.output().unwrap()
+    };
+    for args in [&["cat", "/d/f"][..], &["get", "/d/f", "-"][..], &["ls", "/"][..], &["stat", "/d"][..]] {
+        let out = closed(1, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?} with stdout closed: {err}");
+        assert!(err.contains("standard output is closed") && !err.contains("panicked"), "{args:?}: {err}");
+    }
+    let out = closed(1, &["mkdir", "/d/made"]);
+    assert!(out.status.success(), "a command that prints nothing needs no stdout: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout(&c.ok(&["ls", "/d"])).contains("made"));
+    let out = closed(0, &["put", "-", "/d/g"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "put - with stdin closed: {err}");
+    assert!(err.contains("standard input is closed"), "{err}");
+    assert!(!stdout(&c.ok(&["ls", "/d"])).contains('g'), "nothing was stored");
+    let out = closed(2, &["cat", "/d/f"]);
+    assert!(out.status.success() && out.stdout == b"kept\n", "stderr closed: the command still runs");
 }

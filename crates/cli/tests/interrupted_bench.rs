@@ -86,7 +86,10 @@ fn a_killed_demo_leaves_no_daemon_running() {
     use std::io::{BufRead, BufReader};
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("demo");
-    let mut demo = Command::new(tessera_exe()).args(["demo", "--dir"]).arg(&data).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    // Its own TMPDIR, to see that a demo given --dir makes no temporary directory to leave behind.
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mut demo = Command::new(tessera_exe()).args(["demo", "--dir"]).arg(&data).env("TMPDIR", &tmp).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     let mut lines = BufReader::new(demo.stdout.take().unwrap()).lines();
     let mut daemons = Vec::new();
     while daemons.len() < 5 {
@@ -108,4 +111,6 @@ fn a_killed_demo_leaves_no_daemon_running() {
         assert!(log.contains("the command that started this daemon is gone; shutting down"), "{name}: {log}");
         assert!(!log.contains("tessera: error"), "{name} shut down cleanly: {log}");
     }
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "the killed demo left {left:?} in its TMPDIR");
 }

@@ -112,6 +112,7 @@ pub fn put(args: PutArgs) -> Result<()> {
     // A new file gets the local file's permission bits less the umask, as cp(1) gives.
     let (input, total, local_mode): (Box<dyn Read>, u64, u32) = if args.local.as_os_str() == "-" {
         // A file redirected to standard input has a size for the bar; a pipe has none.
+        crate::std_fds::require_stdin("put -")?;
         let total = std::fs::metadata("/proc/self/fd/0").ok().filter(|m| m.is_file()).map_or(0, |m| m.len());
         (Box::new(io::stdin().lock()), total, 0o644)
     } else {
@@ -312,6 +313,7 @@ pub fn get(args: GetArgs) -> Result<()> {
     let mut opened = Some(file);
     let mut open = || -> Result<tessera_client::File> { Ok(match opened.take() { Some(f) => f, None => client.open(&args.remote)? }) };
     if local.as_os_str() == "-" {
+        crate::std_fds::require_stdout("get to -")?;
         let given = Cell::new(0);
         let mut out = Counted::new(io::stdout().lock(), &given);
         let written = read_latest(&args.remote, || given.get() == 0, || {
@@ -343,6 +345,7 @@ pub fn get(args: GetArgs) -> Result<()> {
 }
 
 pub fn cat(args: CatArgs) -> Result<()> {
+    crate::std_fds::require_stdout("cat")?;
     let (client, _) = args.cluster.connect()?;
     let mut out = io::stdout().lock();
     super::each_path("cat", &args.paths, |path| {
@@ -402,6 +405,7 @@ const PIECES_BYTES_MAX: u64 = 4 << 30;
 /// The extents listed in `list`, checked against what `get --pieces` can hold.
 fn load_pieces(list: &Path) -> Result<Vec<tessera_client::Extent>> {
     let text = if list == Path::new("-") {
+        crate::std_fds::require_stdin("--pieces -")?;
         let mut text = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text).context("reading the piece list from standard input")?;
         text
