@@ -84,13 +84,19 @@ impl OsdError {
 
     /// Whether the OSD refused the command because the object it names, or that object's
     /// partition, does not exist: ILLEGAL REQUEST, INVALID FIELD IN CDB pointing at the object
-    /// id (byte 24) or the partition id (byte 16), as OSD-2 r05 §4.14 has it. Other refusals
-    /// with that code point elsewhere (the request ICV, a length).
+    /// id or the partition id, as OSD-2 r05 §4.14 has it. Other refusals with that code point
+    /// elsewhere (the request ICV, a length).
     pub fn is_no_such_object(&self) -> bool {
+        self.is_invalid_cdb_field(tessera_osd_proto::cdb::OBJECT_ID) || self.is_invalid_cdb_field(tessera_osd_proto::cdb::PARTITION_ID)
+    }
+
+    /// Whether the OSD refused the command as ILLEGAL REQUEST, INVALID FIELD IN CDB, with the
+    /// field pointer at CDB byte `byte` (one of the offsets in `tessera_osd_proto::cdb`).
+    pub fn is_invalid_cdb_field(&self, byte: usize) -> bool {
         self.sense().is_some_and(|s| {
             s.key == tessera_scsi::SenseKey::IllegalRequest
                 && s.asc_ascq() == 0x2400
-                && s.field_pointer.is_some_and(|f| f.in_cdb && (f.byte == 16 || f.byte == 24))
+                && s.field_pointer.is_some_and(|f| f.in_cdb && f.byte as usize == byte)
         })
     }
 }

@@ -41,8 +41,7 @@ pub fn fence_unchecked(ns: &Namespace, objects: &dyn DataObjects, health: &OsdHe
 /// at a time (the journals' thread and a create may both want one): a second would judge by a
 /// listing older than the first one's fence, and could set aside a range made since.
 pub fn check(ns: &Namespace, objects: &dyn DataObjects, health: &OsdHealth, osd: u32) -> Result<bool, FenceError> {
-    static CHECKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = CHECKING.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = health.one_check_at_a_time();
     if !health.is_unchecked(osd) {
         return Ok(false);
     }

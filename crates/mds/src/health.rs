@@ -56,6 +56,8 @@ pub struct OsdHealth {
     osds: Vec<OsdState>,
     down_count: AtomicUsize,
     unchecked_count: AtomicUsize,
+    /// Held by the one check of an OSD against the store under way (`fence::check`).
+    checking: std::sync::Mutex<()>,
     began: Instant,
 }
 
@@ -72,7 +74,7 @@ impl OsdHealth {
                 unchecked: AtomicBool::new(false),
             })
             .collect();
-        OsdHealth { osds, down_count: AtomicUsize::new(0), unchecked_count: AtomicUsize::new(0), began: Instant::now() }
+        OsdHealth { osds, down_count: AtomicUsize::new(0), unchecked_count: AtomicUsize::new(0), checking: std::sync::Mutex::new(()), began: Instant::now() }
     }
 
     /// Records that an operation on `osd` reached it (`true`) or could not (`false`).
@@ -139,6 +141,12 @@ impl OsdHealth {
                 self.unchecked_count.fetch_sub(1, Ordering::AcqRel);
             }
         }
+    }
+
+    /// Taken for a check of an OSD against the store, so that checks of one server run one at
+    /// a time (`fence::check` says why).
+    pub fn one_check_at_a_time(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.checking.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn is_unchecked(&self, osd: u32) -> bool {

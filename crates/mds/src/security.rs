@@ -71,16 +71,6 @@ pub enum SecurityError {
     },
 }
 
-/// Whether an OSD refused a command for its request integrity check value (invalid field in
-/// the CDB, pointing at the request ICV): the key it was signed with is not the OSD's.
-fn is_bad_request_icv(e: &OsdError) -> bool {
-    e.sense().is_some_and(|s| {
-        s.key == tessera_scsi::SenseKey::IllegalRequest
-            && s.asc_ascq() == 0x2400
-            && s.field_pointer.is_some_and(|f| f.in_cdb && f.byte as usize == tessera_osd_proto::cdb::REQUEST_ICV)
-    })
-}
-
 /// Sends SET KEY to one OSD: the seam the rotation thread uses (implemented by the OSD client).
 pub trait KeyInstaller: Send + Sync {
     fn install(&self, command: &KeyCommand, credential: &Credential) -> Result<(), Box<OsdError>>;
@@ -178,7 +168,7 @@ impl SecurityManager {
     pub fn establish<T: ScsiTransport + Send + Sync>(&self, osd: u32, client: &OsdClient<T>, now_ms: u64) -> Result<(), SecurityError> {
         let state = self.osd(osd);
         let fail = |source: Box<OsdError>| SecurityError::Osd { osd, source };
-        self.send(osd, client, KeySlot::Root, 0, now_ms).map_err(|source| match is_bad_request_icv(&source) {
+        self.send(osd, client, KeySlot::Root, 0, now_ms).map_err(|source| match source.is_invalid_cdb_field(tessera_osd_proto::cdb::REQUEST_ICV) {
             true => SecurityError::MasterKeyMismatch { osd, source },
             false => fail(source),
         })?;
