@@ -211,6 +211,25 @@ impl Inner {
         Ok((dir, name))
     }
 
+    /// Every entry of directory `ino` (labelled `path` in errors), in name order, page by page.
+    pub fn readdir_of(&self, ino: InodeId, path: &str) -> Result<Vec<DirEntry>, ClientError> {
+        let mut out: Vec<DirEntry> = Vec::new();
+        loop {
+            let after = out.last().map(|e| e.name.clone());
+            let request = Request::ReadDir { dir: ino, after, max_entries: READDIR_PAGE };
+            match self.call(ino, "readdir", path, request)? {
+                Reply::DirPage { entries, more } => {
+                    let progressed = !entries.is_empty();
+                    out.extend(entries);
+                    if !more || !progressed {
+                        return Ok(out);
+                    }
+                }
+                other => return Err(self.unexpected(ino, "readdir", &other)),
+            }
+        }
+    }
+
     pub fn new_inode(&self, mode: u32) -> NewInode {
         NewInode { mode: mode & 0o7777, uid: self.uid, gid: self.gid }
     }
@@ -258,6 +277,12 @@ impl Client {
 
     /// Attributes of what `path` names, a final symlink followed, as stat(2); a file's size
     /// comes from its objects (EIO when one of its OSDs does not answer).
+    /// Requests this client has sent to the metadata servers: what a walk of the namespace
+    /// costs, for tests and benchmarks.
+    pub fn mds_requests(&self) -> u64 {
+        self.inner.mds.sent()
+    }
+
     pub fn stat(&self, path: &str) -> Result<Attr, ClientError> {
         self.inner.sized("stat", path, self.inner.resolve_followed("stat", path)?)
     }
@@ -409,21 +434,7 @@ impl Client {
     /// file one of whose OSDs did not answer is listed with size [`Attr::SIZE_UNKNOWN`].
     pub fn readdir(&self, path: &str) -> Result<Vec<DirEntry>, ClientError> {
         let dir = self.inner.resolve_followed("readdir", path)?;
-        let mut out: Vec<DirEntry> = Vec::new();
-        loop {
-            let after = out.last().map(|e| e.name.clone());
-            let request = Request::ReadDir { dir: dir.ino, after, max_entries: READDIR_PAGE };
-            match self.inner.call(dir.ino, "readdir", path, request)? {
-                Reply::DirPage { entries, more } => {
-                    let progressed = !entries.is_empty();
-                    out.extend(entries);
-                    if !more || !progressed {
-                        return Ok(out);
-                    }
-                }
-                other => return Err(self.inner.unexpected(dir.ino, "readdir", &other)),
-            }
-        }
+        self.inner.readdir_of(dir.ino, path)
     }
 
     /// Sets the permission bits.

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use tessera_mds_proto::{Attr, InodeId, Request, StripeHint};
+use tessera_mds_proto::{Attr, DirEntry, FileType, FsError, InodeId, Request, StripeHint};
 
 use crate::client::Inner;
 use crate::error::ClientError;
@@ -79,5 +79,36 @@ impl Dir {
         let name = self.checked("mkdir", name)?;
         let request = Request::Mkdir { parent: self.ino, name: name.to_string(), new: self.inner.new_inode(mode) };
         self.inner.attr_of(self.ino, "mkdir", &self.label(name), request)
+    }
+
+    /// rmdirat (unlinkat with AT_REMOVEDIR): removes the empty directory `name`.
+    pub fn rmdir(&self, name: &str) -> Result<(), ClientError> {
+        let name = self.checked("rmdir", name)?;
+        let request = Request::Rmdir { parent: self.ino, name: name.to_string() };
+        self.inner.done(self.ino, "rmdir", &self.label(name), request)
+    }
+
+    /// Every entry, in name order, with attributes (fdopendir and readdir).
+    pub fn readdir(&self) -> Result<Vec<DirEntry>, ClientError> {
+        self.inner.readdir_of(self.ino, &self.path)
+    }
+
+    /// The subdirectory `name`, opened without a symlink followed (openat with O_DIRECTORY |
+    /// O_NOFOLLOW): ENOTDIR for anything else, a symlink included.
+    pub fn open_dir(&self, name: &str) -> Result<Dir, ClientError> {
+        let name = self.checked("opendir", name)?;
+        let label = self.label(name);
+        let attr = self.inner.attr_of(self.ino, "opendir", &label, Request::Lookup { parent: self.ino, name: name.to_string() })?;
+        self.entered(name, &attr)
+    }
+
+    /// The subdirectory that a listing or a mkdir of this directory returned as `name` with
+    /// `attr`, with no request: later calls on it fail with ESTALE or ENOENT if it went meanwhile.
+    pub fn entered(&self, name: &str, attr: &Attr) -> Result<Dir, ClientError> {
+        let label = self.label(name);
+        if attr.file_type != FileType::Directory {
+            return Err(ClientError::Fs { op: "opendir", path: label, source: FsError::NotDir });
+        }
+        Ok(Dir::new(self.inner.clone(), &label, attr.ino))
     }
 }

@@ -45,12 +45,20 @@ impl Server {
 /// Connections to every metadata server, routed by inode id.
 pub struct MdsRouter {
     servers: Vec<Server>,
+    /// Requests sent, for [`crate::Client::mds_requests`].
+    sent: std::sync::atomic::AtomicU64,
 }
 
 impl MdsRouter {
     /// Prepares the router; connections open on first use.
     pub fn new(entries: &[MdsEntry]) -> MdsRouter {
-        MdsRouter { servers: entries.iter().map(|e| Server { addr: e.addr.clone(), idle: Mutex::new(Vec::new()) }).collect() }
+        let servers = entries.iter().map(|e| Server { addr: e.addr.clone(), idle: Mutex::new(Vec::new()) }).collect();
+        MdsRouter { servers, sent: std::sync::atomic::AtomicU64::new(0) }
+    }
+
+    /// Requests sent so far (a resend after a lost connection counts once).
+    pub fn sent(&self) -> u64 {
+        self.sent.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn server_count(&self) -> u32 {
@@ -72,6 +80,7 @@ impl MdsRouter {
             configured: self.servers.len(),
         })?;
         let link_error = |source: MdsLinkError| ClientError::Mds { server: index, addr: server.addr.clone(), source };
+        self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut link = match server.take_idle() {
             Some(link) => link,
             None => MdsConnection::connect(&server.addr).map_err(|e| link_error(ConnectionError::from(e).into()))?,

@@ -171,9 +171,27 @@ fn directory_handles_work_by_name_and_follow_renames() {
         d.unlink("f").unwrap();
         assert_eq!(fs_err(c.stat(&format!("/moved{i}/f"))), FsError::NotFound);
         assert_eq!(c.stat(&format!("/moved{i}/sub")).unwrap().file_type, FileType::Directory);
+        // A walk down by handles: listed, entered, opened by name, emptied.
+        let listed = d.readdir().unwrap();
+        assert_eq!(listed.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["sub"]);
+        let sub = d.entered("sub", &listed[0].attr).unwrap();
+        assert_eq!(sub.ino(), d.open_dir("sub").unwrap().ino());
+        sub.mkdir("leaf", 0o755).unwrap();
+        assert_eq!(fs_err(d.rmdir("sub")), FsError::NotEmpty);
+        sub.rmdir("leaf").unwrap();
+        assert!(sub.readdir().unwrap().is_empty());
+        d.rmdir("sub").unwrap();
+        assert!(d.readdir().unwrap().is_empty());
+        assert!(matches!(fs_err(sub.readdir()), FsError::Stale | FsError::NotFound), "a removed directory's handle lists nothing");
     }
     c.create("/plain", 0o644, None).unwrap();
     assert_eq!(fs_err(c.open_dir("/plain")), FsError::NotDir);
+    let root = c.open_dir("/").unwrap();
+    assert_eq!(fs_err(root.open_dir("plain")), FsError::NotDir);
+    assert_eq!(fs_err(root.entered("plain", &c.stat("/plain").unwrap())), FsError::NotDir);
+    c.mkdir("/real", 0o755).unwrap();
+    c.symlink("/real", "/link").unwrap();
+    assert_eq!(fs_err(root.open_dir("link")), FsError::NotDir, "a handle's open_dir does not follow a symlink");
 }
 
 /// Goal: a file's mtime and ctime follow writes, though writes go straight to the OSDs and

@@ -16,7 +16,7 @@ use super::mode::process_umask;
 use super::parallel;
 use super::replaced::read_latest;
 use super::transfer::{store, Share, Source};
-use super::trees::{make_remote_dir, replace_remote_link, walk_remote, Plan};
+use super::trees::{replace_remote_link, walk_remote, Plan};
 use super::{each_path, ClusterArg};
 
 #[derive(Args)]
@@ -73,8 +73,9 @@ fn copy(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<()> {
 pub fn copy_tree(client: &Client, from: &str, to: &str, mode: u32, workers: usize) -> Result<()> {
     let mut plan = Plan::default();
     walk_remote(client, from.to_string(), to.to_string(), mode, &|dir: &String, name: &str| child(dir, name), &mut plan)?;
+    let mut dirs = super::dirs::TreeMaker::new(client);
     for (_, dir, mode) in &plan.dirs {
-        make_remote_dir(client, dir, mode & !process_umask())?;
+        dirs.make(dir, mode & !process_umask())?;
     }
     for (target, link) in &plan.links {
         replace_remote_link(client, link)?;

@@ -4,6 +4,7 @@
 
 pub mod copy;
 pub mod df;
+pub mod dirs;
 pub mod interrupt;
 pub mod links;
 pub mod local_out;

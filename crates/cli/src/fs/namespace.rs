@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use tessera_client::{Attr, Client, FileType, FsError, InodeId};
+use tessera_client::{Attr, Client, Dir, FileType, FsError, InodeId};
 
 use super::mode::{process_umask, ModeSpec};
 use super::{each_path, ClusterArg};
@@ -184,11 +184,17 @@ pub fn ls(args: LsArgs) -> Result<()> {
     print(files, None);
     // Directories still to list, next last; with -R each one's subdirectories go next, in
     // name order, as ls -R walks.
-    let mut pending: Vec<String> = dirs.into_iter().rev().cloned().collect();
+    // A subdirectory is listed through a handle from its parent's listing (`Dir`): no walk
+    // from the root, which would make a deep tree cost d²/2 lookups.
+    let mut pending: Vec<(String, Option<Dir>)> = dirs.into_iter().rev().map(|d| (d.clone(), None)).collect();
     let mut listed = 0;
-    while let Some(dir) = pending.pop() {
-        match listing(&client, &dir, &args) {
-            Ok(entries) => {
+    while let Some((dir, handle)) = pending.pop() {
+        let handle = match handle {
+            Some(h) => Ok(h),
+            None => client.open_dir(&dir),
+        };
+        match handle.and_then(|h| Ok((listing(&client, &dir, &h, &args)?, h))) {
+            Ok((entries, handle)) => {
                 if headed {
                     let gap = if listed > 0 || had_files { "\n" } else { "" };
                     println!("{gap}{dir}:");
@@ -196,8 +202,9 @@ pub fn ls(args: LsArgs) -> Result<()> {
                 listed += 1;
                 if args.recursive {
                     let subdirs = entries.iter().filter(|(name, a)| a.file_type == FileType::Directory && name != "." && name != "..");
-                    let paths: Vec<String> = subdirs.map(|(name, _)| format!("{}/{name}", dir.trim_end_matches('/'))).collect();
-                    pending.extend(paths.into_iter().rev());
+                    let next: Vec<(String, Option<Dir>)> =
+                        subdirs.map(|(name, a)| (format!("{}/{name}", dir.trim_end_matches('/')), handle.entered(name, a).ok())).collect();
+                    pending.extend(next.into_iter().rev());
                 }
                 print(entries, Some(&dir));
             }
@@ -218,8 +225,8 @@ pub fn ls(args: LsArgs) -> Result<()> {
 
 /// A directory's entries as `ls` shows them: names beginning with `.` only with `-a` or `-A`,
 /// and with `-a` the directory itself as `.` and its parent as `..` first.
-fn listing(client: &Client, dir: &str, args: &LsArgs) -> Result<Vec<(String, Attr)>, tessera_client::ClientError> {
-    let entries = client.readdir(dir)?;
+fn listing(client: &Client, dir: &str, handle: &Dir, args: &LsArgs) -> Result<Vec<(String, Attr)>, tessera_client::ClientError> {
+    let entries = handle.readdir()?;
     let mut out = Vec::with_capacity(entries.len() + 2);
     if args.all {
         out.push((".".to_string(), client.stat(dir)?));
@@ -258,28 +265,27 @@ pub fn mkdir(args: MkdirArgs) -> Result<()> {
             client.mkdir(path, 0o755)?;
             return Ok(());
         }
-        // Each prefix of the path as written: `..` after a symlink is the parent of where the
-        // link led, as mkdir(1) finds it.
-        let mut prefix = String::new();
-        for part in path.split('/').filter(|c| !c.is_empty() && *c != ".") {
-            prefix.push('/');
-            prefix.push_str(part);
-            if part == ".." {
-                continue;
-            }
-            match client.mkdir(&prefix, 0o755) {
-                Err(e) if e.fs_error() == Some(FsError::Exists) => {
-                    if client.lookup_followed(&prefix)?.file_type != FileType::Directory {
-                        bail!("{prefix} exists and is not a directory");
-                    }
-                }
-                other => {
-                    other?;
-                }
-            }
-        }
-        Ok(())
+        make_parents(&client, path)
     })
+}
+
+/// `mkdir -p`: every component of `path` made where missing. The walk holds a handle on the
+/// directory it reached (`Dir`), so a path of depth d costs about d requests, not a walk from
+/// the root per component (d²/2).
+pub fn make_parents(client: &Client, path: &str) -> Result<()> {
+    let mut prefix = String::new();
+    let mut at = client.open_dir("/")?;
+    for part in path.split('/').filter(|c| !c.is_empty() && *c != ".") {
+        prefix.push('/');
+        prefix.push_str(part);
+        if part == ".." {
+            // The parent of where a symlink led, as mkdir(1) finds it: the prefix walked whole.
+            at = client.open_dir(&prefix)?;
+            continue;
+        }
+        at = super::dirs::make_in(client, &at, part, &prefix, 0o755)?;
+    }
+    Ok(())
 }
 
 pub fn rmdir(args: RmdirArgs) -> Result<()> {
@@ -342,21 +348,29 @@ pub fn remove(client: &Client, path: &str, recursive: bool, workers: usize) -> R
     if !recursive {
         bail!("{path} is a directory (use -r to remove it and its contents)");
     }
-    // Subdirectories one after another; the files of each directory several at a time, so
-    // the metadata server commits their unlinks together.
-    let (dirs, others): (Vec<_>, Vec<_>) = client.readdir(path)?.into_iter().partition(|e| e.attr.file_type == FileType::Directory);
-    let child = |name: &str| format!("{}/{name}", path.trim_end_matches('/'));
-    // An entry another client removed or renamed meanwhile is gone already: the walk goes on
-    // (as rm(1) does), and only the directory's own rmdir says whether the tree is gone.
-    for entry in dirs {
-        unless_vanished(remove(client, &child(&entry.name), true, workers))?;
-    }
-    super::parallel::for_each(workers, &others, |entry| unless_vanished(client.unlink(&child(&entry.name)).map_err(Into::into)))?;
+    empty(&client.open_dir(path)?, workers)?;
     // The root itself stays (--no-preserve-root empties it).
     if attr.ino != InodeId::ROOT {
         client.rmdir(path)?;
     }
     Ok(())
+}
+
+/// Removes everything in `dir`. The walk holds a handle on each directory (`Dir`), so every
+/// entry costs one request, not a walk from the root (a tree of depth d would cost d²/2).
+/// Subdirectories go one after another; the files of each directory `workers` at a time, so
+/// the metadata server commits their unlinks together.
+fn empty(dir: &Dir, workers: usize) -> Result<()> {
+    let (dirs, others): (Vec<_>, Vec<_>) = dir.readdir()?.into_iter().partition(|e| e.attr.file_type == FileType::Directory);
+    // An entry another client removed or renamed meanwhile is gone already: the walk goes on
+    // (as rm(1) does), and only the directory's own rmdir says whether the tree is gone.
+    for entry in dirs {
+        unless_vanished((|| {
+            empty(&dir.entered(&entry.name, &entry.attr)?, workers)?;
+            Ok(dir.rmdir(&entry.name)?)
+        })())?;
+    }
+    super::parallel::for_each(workers, &others, |entry| unless_vanished(dir.unlink(&entry.name).map_err(Into::into)))
 }
 
 /// `result`, with an error that says its path no longer exists (NotFound, Stale) taken as

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
-use tessera_client::{Attr, Client, FileType, FsError};
+use tessera_client::{Attr, Client, Dir, FileType, FsError};
 
 use super::interrupt::Interrupt;
 use super::local_out::LocalOut;
@@ -63,8 +63,9 @@ pub fn put_tree(client: &Client, local: &Path, remote: &str, workers: usize, don
     let mut plan = Plan::default();
     walk_local(local, remote.to_string(), &mut plan)?;
     done.skipped = plan.skipped;
+    let mut dirs = super::dirs::TreeMaker::new(client);
     for (_, dir, mode) in &plan.dirs {
-        make_remote_dir(client, dir, *mode)?;
+        dirs.make(dir, *mode)?;
         done.directories += 1;
     }
     for (target, to) in &plan.links {
@@ -201,14 +202,28 @@ pub(super) fn walk_remote<R: Clone>(
     join: &impl Fn(&R, &str) -> R,
     plan: &mut Plan<String, R>,
 ) -> Result<()> {
+    walk_remote_in(client, &client.open_dir(&remote)?, remote, dest, mode, join, plan)
+}
+
+/// [`walk_remote`] through a handle on each directory, so each is listed with one request
+/// (or a few pages), not after a walk from the root.
+fn walk_remote_in<R: Clone>(
+    client: &Client,
+    dir: &Dir,
+    remote: String,
+    dest: R,
+    mode: u32,
+    join: &impl Fn(&R, &str) -> R,
+    plan: &mut Plan<String, R>,
+) -> Result<()> {
     Interrupt::catch()?.check()?;
-    let entries = client.readdir(&remote)?;
+    let entries = dir.readdir()?;
     plan.dirs.push((remote.clone(), dest.clone(), mode & 0o7777));
     for entry in entries {
         let from = format!("{}/{}", remote.trim_end_matches('/'), entry.name);
         let to = join(&dest, &entry.name);
         match entry.attr.file_type {
-            FileType::Directory => walk_remote(client, from, to, entry.attr.mode, join, plan)?,
+            FileType::Directory => walk_remote_in(client, &dir.entered(&entry.name, &entry.attr)?, from, to, entry.attr.mode, join, plan)?,
             FileType::Regular => plan.files.push((from, to, entry.attr.mode & 0o7777, entry.attr.size)),
             FileType::Symlink => plan.links.push((client.readlink(&from)?, to)),
         }
