@@ -224,3 +224,24 @@ fn a_new_client_logs_in_briefly_to_an_osd_the_server_reports_down() {
     assert_eq!(thawed.open("/f").unwrap().read_to_end().unwrap(), data, "a thawed OSD is logged in to at once");
     cluster.stop().unwrap();
 }
+
+/// Goal: `df` on a cluster one of whose OSDs has just frozen answers within the metadata
+/// server's probe liveness (seconds), naming that OSD, whatever the cluster's own liveness
+/// interval (which would hold it for two minutes here).
+/// Method: `osd_liveness_secs = 60` before the server restarts; OSD 1 frozen and `tessera df`
+/// run at once, before the server's prober can have found it.
+#[test]
+fn df_names_a_just_frozen_osd_without_waiting_out_the_cluster_liveness() {
+    let dir = tempfile::Builder::new().prefix("tessera-frozen-").tempdir().unwrap();
+    let (cluster, _) = cluster_with_liveness(dir.path(), &ClusterSpec::new(2), 60);
+    let file = cluster.cluster_file();
+    let osd1 = cluster.records().into_iter().find(|r| r.role == "osd" && r.index == 1).expect("OSD 1's record");
+    let (out, took) = common::while_frozen(osd1.pid, || common::run(&["df"], Some(&file)));
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "df fails while an OSD does not answer: {stdout}{stderr}");
+    assert!(stdout.lines().any(|l| l.starts_with("osd1 ") && l.contains("not answering")), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("osd0 ") && !l.contains("not answering")), "the other OSD is shown: {stdout}");
+    assert!(stderr.contains("1 of 2 OSDs did not answer"), "{stderr}");
+    assert!(took < Duration::from_secs(40), "df waited {took:?}; the cluster's liveness would hold it 120 s");
+    cluster.stop().unwrap();
+}

@@ -304,6 +304,13 @@ impl DataObjects for Watched {
         self.measure(osd, self.on(osd, |o| o.usage(osd)))
     }
 
+    /// Through the probe's own session, whose short liveness bounds the wait on an OSD that
+    /// has just stopped answering (`df` asks here: the operations' session would hold it for
+    /// twice the cluster's liveness interval); at once while the OSD is known to be silent.
+    fn probe_usage(&self, osd: u32) -> Result<OsdUsage, ObjectsError> {
+        self.measure(osd, self.on(osd, |o| o.probe_usage(osd)))
+    }
+
     fn remove(&self, object: ObjectRef) -> Result<(), ObjectsError> {
         self.on(object.osd, |o| o.remove(object))
     }

@@ -656,12 +656,13 @@ impl Mds {
     }
 
     /// Capacity and use of every OSD, read by this server (clients hold no root capability).
-    /// Every OSD's capacity and use; one that does not answer is reported as such, so the
-    /// others are still shown.
+    /// One that does not answer is reported as such, so the others are still shown; it is
+    /// asked on the health probe's session, so a frozen one holds `df` for the probe's short
+    /// liveness interval, not the cluster's.
     fn osd_usage(&self) -> Result<Vec<tessera_mds_proto::OsdUsage>, FsError> {
         Ok((0..self.osd_count())
             .map(|osd| {
-                self.objects.usage(osd).unwrap_or_else(|e| {
+                self.objects.probe_usage(osd).unwrap_or_else(|e| {
                     tracing::warn!(osd, %e, "cannot read OSD usage");
                     tessera_mds_proto::OsdUsage::UNREACHABLE
                 })
