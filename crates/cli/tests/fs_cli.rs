@@ -429,6 +429,8 @@ fn mv_across_metadata_servers_copies_and_removes() {
     std::fs::write(&local, &data).unwrap();
     let src = format!("{here}/f");
     c.ok(&["put", "-c", "2", "-S", "128K", local.to_str().unwrap(), &src]);
+    // Attributes an application set on the objects go with them.
+    c.ok(&["attr", "set", &src, "0x10000:7", "hello"]);
     c.ok(&["chmod", "600", &src]);
     let before = stdout(&c.ok(&["stat", &src]));
     let modify = |stat: &str| stat.lines().find(|l| l.trim_start().starts_with("modify:")).unwrap().to_string();
@@ -440,6 +442,8 @@ fn mv_across_metadata_servers_copies_and_removes() {
     assert!(after.contains("mode: 0600"), "{after}");
     assert_eq!(modify(&after), modify(&before));
     assert!(stdout(&c.ok(&["getstripe", &moved])).contains("stripe_count: 2  stripe_size: 131072"));
+    let kept = stdout(&c.ok(&["attr", "get", &moved, "0x10000:7"]));
+    assert_eq!(kept.lines().filter(|l| l.ends_with(": \"hello\"")).count(), 2, "on both objects: {kept}");
     let back = work.path().join("back");
     c.ok(&["get", &moved, back.to_str().unwrap()]);
     assert_eq!(std::fs::read(&back).unwrap(), data);

@@ -91,6 +91,9 @@ pub enum ClientError {
     /// A striping the cluster cannot give (checked before the request is sent).
     #[error("{path}: {reason}")]
     Stripe { path: String, reason: String },
+    /// Attributes given object by object, for a file with another number of objects.
+    #[error("{path}: {lists} attribute lists given for the file's {objects} objects")]
+    AttributeLists { path: String, lists: usize, objects: usize },
     /// An OSD reported an object length that puts the file past 2^64 bytes.
     #[error("{path}: the data objects' lengths give a size past 2^64 bytes")]
     SizeOverflow { path: String },
@@ -113,7 +116,8 @@ impl ClientError {
             | ClientError::Descriptor { .. }
             | ClientError::BufferLength { .. }
             | ClientError::Config(_)
-            | ClientError::Stripe { .. } => EINVAL,
+            | ClientError::Stripe { .. }
+            | ClientError::AttributeLists { .. } => EINVAL,
             ClientError::SizeOverflow { .. } | ClientError::TooLarge { .. } => EFBIG,
             ClientError::Osd { source, .. } => osd_errno(source),
             ClientError::Mds { .. } | ClientError::UnknownIndex { .. } | ClientError::Grant { .. } => EIO,

@@ -190,6 +190,15 @@ impl File {
         self.authorized("attr list", || objects::get_attribute_page(&self.inner.pool, &self.layout, &self.path, page))
     }
 
+    /// Sets OSD-2 attributes object by object: `attrs[i]` on the object in slot `i` of the
+    /// layout (so one list per object; an empty one leaves its object alone).
+    pub fn set_object_attributes_each(&self, attrs: &[Vec<Attribute>]) -> Result<(), ClientError> {
+        if attrs.len() != self.layout.objects.len() {
+            return Err(ClientError::AttributeLists { path: self.path.clone(), lists: attrs.len(), objects: self.layout.objects.len() });
+        }
+        self.authorized("attr set", || objects::set_attributes_each(&self.inner.pool, &self.layout, &self.path, attrs))
+    }
+
     /// Sets OSD-2 attributes on every data object.
     pub fn set_object_attributes(&self, attrs: &[Attribute]) -> Result<(), ClientError> {
         self.authorized("attr set", || objects::set_attributes(&self.inner.pool, &self.layout, &self.path, attrs))

@@ -13,12 +13,13 @@ use tessera_types::ObjectAddr;
 use crate::error::ClientError;
 use crate::pool::{Lease, OsdPool};
 
-/// Runs `op` on every object of `layout` at once; results are in slot order.
+/// Runs `op` on every object of `layout` at once, given the object's slot; results are in
+/// slot order.
 fn each_object<R: Send>(
     pool: &OsdPool,
     layout: &FileLayout,
     path: &str,
-    op: impl Fn(&Lease, ObjectAddr) -> Result<R, OsdError> + Sync,
+    op: impl Fn(usize, &Lease, ObjectAddr) -> Result<R, OsdError> + Sync,
 ) -> Result<Vec<R>, ClientError> {
     let addrs = layout.objects.iter().map(|o| pool.object_addr(o.osd, o.object_id, path)).collect::<Result<Vec<_>, _>>()?;
     let results: Mutex<Vec<Option<Result<R, ClientError>>>> = Mutex::new((0..layout.objects.len()).map(|_| None).collect());
@@ -28,7 +29,7 @@ fn each_object<R: Send>(
             scope.spawn(move || {
                 let result = pool
                     .lease(object.osd, object.object_id, path)
-                    .and_then(|lease| op(&lease, addr).map_err(|e| pool.fail(&lease, object.object_id, e)));
+                    .and_then(|lease| op(slot, &lease, addr).map_err(|e| pool.fail(&lease, object.object_id, e)));
                 results.lock().unwrap_or_else(|p| p.into_inner())[slot] = Some(result);
             });
         }
@@ -39,12 +40,12 @@ fn each_object<R: Send>(
 
 /// FLUSH (data and attributes) on every object: afterwards every acknowledged WRITE is durable.
 pub fn flush_all(pool: &OsdPool, layout: &FileLayout, path: &str) -> Result<(), ClientError> {
-    each_object(pool, layout, path, |lease, addr| lease.conn.flush(addr, FlushScope::DataAndAttributes)).map(drop)
+    each_object(pool, layout, path, |_, lease, addr| lease.conn.flush(addr, FlushScope::DataAndAttributes)).map(drop)
 }
 
 /// Every object's logical length, in slot order.
 pub fn lengths(pool: &OsdPool, layout: &FileLayout, path: &str) -> Result<Vec<u64>, ClientError> {
-    each_object(pool, layout, path, |lease, addr| {
+    each_object(pool, layout, path, |_, lease, addr| {
         let attrs = lease.conn.get_attributes(addr, &[USER_OBJECT_LOGICAL_LENGTH])?;
         attrs.iter().find(|a| a.id == USER_OBJECT_LOGICAL_LENGTH).and_then(|a| a.value.as_deref()).and_then(value_u64).ok_or_else(|| {
             OsdError::Missing { peer: lease.conn.peer(), service_action: ServiceAction::GetAttributes, what: "the logical length" }
@@ -55,7 +56,7 @@ pub fn lengths(pool: &OsdPool, layout: &FileLayout, path: &str) -> Result<Vec<u6
 /// The objects of `layout` whose OSDs answer that they do not hold them (none when any OSD
 /// fails otherwise: then nothing is known).
 pub fn absent(pool: &OsdPool, layout: &FileLayout, path: &str) -> Vec<ObjectRef> {
-    let found = each_object(pool, layout, path, |lease, addr| match lease.conn.get_attributes(addr, &[USER_OBJECT_LOGICAL_LENGTH]) {
+    let found = each_object(pool, layout, path, |_, lease, addr| match lease.conn.get_attributes(addr, &[USER_OBJECT_LOGICAL_LENGTH]) {
         Ok(_) => Ok(false),
         Err(e) if e.is_no_such_object() => Ok(true),
         Err(e) => Err(e),
@@ -74,15 +75,25 @@ pub fn file_size(pool: &OsdPool, layout: &FileLayout, path: &str) -> Result<u64,
 
 /// GET ATTRIBUTES of `ids` on every object, in slot order.
 pub fn get_attributes(pool: &OsdPool, layout: &FileLayout, path: &str, ids: &[AttrId]) -> Result<Vec<Vec<RetrievedAttr>>, ClientError> {
-    each_object(pool, layout, path, |lease, addr| lease.conn.get_attributes(addr, ids))
+    each_object(pool, layout, path, |_, lease, addr| lease.conn.get_attributes(addr, ids))
 }
 
 /// Every attribute of `page` on every object, in slot order.
 pub fn get_attribute_page(pool: &OsdPool, layout: &FileLayout, path: &str, page: u32) -> Result<Vec<Vec<RetrievedAttr>>, ClientError> {
-    each_object(pool, layout, path, |lease, addr| lease.conn.get_attribute_page(addr, page))
+    each_object(pool, layout, path, |_, lease, addr| lease.conn.get_attribute_page(addr, page))
 }
 
 /// SET ATTRIBUTES of `attrs` on every object.
 pub fn set_attributes(pool: &OsdPool, layout: &FileLayout, path: &str, attrs: &[Attribute]) -> Result<(), ClientError> {
-    each_object(pool, layout, path, |lease, addr| lease.conn.set_attributes(addr, attrs)).map(drop)
+    each_object(pool, layout, path, |_, lease, addr| lease.conn.set_attributes(addr, attrs)).map(drop)
+}
+
+/// SET ATTRIBUTES of `attrs[slot]` on the object in each slot (one list per object); a slot
+/// with an empty list is left alone.
+pub fn set_attributes_each(pool: &OsdPool, layout: &FileLayout, path: &str, attrs: &[Vec<Attribute>]) -> Result<(), ClientError> {
+    each_object(pool, layout, path, |slot, lease, addr| match attrs.get(slot) {
+        Some(list) if !list.is_empty() => lease.conn.set_attributes(addr, list),
+        _ => Ok(()),
+    })
+    .map(drop)
 }

@@ -17,6 +17,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use tessera_client::path::{normalized, split_parent};
 use tessera_client::{Attr, Client, FileType, FsError, StripeHint};
+use tessera_osd_proto::Attribute;
 
 use super::interrupt::Interrupt;
 use super::ClusterArg;
@@ -260,6 +261,37 @@ fn copy_bytes(client: &Client, from: &str, to: &str, attr: &Attr, interrupt: &In
         offset += n as u64;
     }
     dst.set_len(size)?;
+    copy_application_attributes(&src, &dst)?;
     dst.fsync()?;
     Ok(())
+}
+
+/// The attributes applications set on the objects (`tessera attr set`: pages 0x10000 and up)
+/// go with the bytes, object by object; the OSD's own pages are the new objects' own. A copy
+/// with another number of objects (the other server's default striping) gets on every object
+/// the attributes found on any, the first object's winning, as `attr set` gives every object
+/// the same ones.
+fn copy_application_attributes(src: &tessera_client::File, dst: &tessera_client::File) -> Result<()> {
+    let found: Vec<Vec<Attribute>> = src
+        .object_attribute_page(tessera_osd_proto::pages::ALL_PAGES)?
+        .into_iter()
+        .map(|attrs| {
+            let owned = attrs.into_iter().filter(|a| super::objects::APPLICATION_PAGES.contains(&a.id.page));
+            owned.filter_map(|a| Some(Attribute { id: a.id, value: a.value? })).collect()
+        })
+        .collect();
+    if found.iter().all(Vec::is_empty) {
+        return Ok(());
+    }
+    let objects = dst.layout().objects.len();
+    if found.len() == objects {
+        return Ok(dst.set_object_attributes_each(&found)?);
+    }
+    let mut every: Vec<Attribute> = Vec::new();
+    for a in found.into_iter().flatten() {
+        if !every.iter().any(|b| b.id == a.id) {
+            every.push(a);
+        }
+    }
+    Ok(dst.set_object_attributes(&every)?)
 }

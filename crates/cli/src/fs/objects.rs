@@ -51,7 +51,7 @@ fn parse_attr(text: &str) -> Result<AttrId> {
 /// OSD's and the file system's: setting one on each object by hand would change every object's
 /// logical length (1:0x82) and so the file's size, or its policy tag and so revoke the
 /// capabilities every client holds.
-const APPLICATION_PAGES: std::ops::RangeInclusive<u32> = 0x1_0000..=0x1FFF_FFFF;
+pub(super) const APPLICATION_PAGES: std::ops::RangeInclusive<u32> = 0x1_0000..=0x1FFF_FFFF;
 
 fn settable(id: AttrId) -> Result<AttrId> {
     if id.number == 0 || id.number == u32::MAX {
