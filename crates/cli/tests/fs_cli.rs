@@ -215,12 +215,16 @@ fn namespace_commands_and_their_errors() {
     let err = c.fails(&["touch", "/missing/t"]);
     assert!(err.contains("/missing/t: no such file or directory"), "{err}");
     c.ok(&["mkdir", "-p", "/a/b/c"]);
+    let err = c.fails(&["mkdir", "-p", ""]);
+    assert!(err.contains("no such file or directory"), "an empty path is ENOENT, as mkdir(1) -p says: {err}");
     let work = tempfile::tempdir().unwrap();
     let local = work.path().join("f");
     std::fs::write(&local, b"payload").unwrap();
     c.ok(&["put", local.to_str().unwrap(), "/a/b/c/f"]);
     let err = c.fails(&["mkdir", "/a/b/c/f/g"]);
     assert!(err.contains("not a directory"), "ENOTDIR: {err}");
+    let err = c.fails(&["mkdir", "-p", "/a/b/c/f/g"]);
+    assert!(err.contains("/a/b/c/f exists and is not a directory"), "{err}");
     // A directory destination receives the file by name.
     c.ok(&["put", local.to_str().unwrap(), "/a"]);
     assert_eq!(c.ok(&["cat", "/a/f"]).stdout, b"payload");

@@ -273,6 +273,10 @@ pub fn mkdir(args: MkdirArgs) -> Result<()> {
 /// directory it reached (`Dir`), so a path of depth d costs about d requests, not a walk from
 /// the root per component (d²/2).
 pub fn make_parents(client: &Client, path: &str) -> Result<()> {
+    if path.is_empty() {
+        // As mkdir(2) answers an empty pathname.
+        return Err(tessera_client::ClientError::Fs { op: "mkdir", path: String::new(), source: FsError::NotFound }.into());
+    }
     let mut prefix = String::new();
     let mut at = client.open_dir("/")?;
     for part in path.split('/').filter(|c| !c.is_empty() && *c != ".") {
