@@ -168,11 +168,13 @@ struct Walked {
 
 fn walk(client: &Client, cutoff_secs: i64, wanted: &HashSet<InodeId>) -> Result<Walked> {
     let (mut temporaries, mut claimed, mut paths) = (Vec::new(), Vec::new(), HashMap::new());
-    let mut dirs = vec!["/".to_string()];
-    while let Some(dir) = dirs.pop() {
-        // A directory removed or renamed since its parent was read (a command running beside
-        // the repair) has nothing of its own to report.
-        let entries = match client.readdir(&dir) {
+    // Each directory through a handle from its parent's listing (`Dir`): no walk from the root
+    // per directory, which would cost a deep tree d²/2 lookups.
+    let mut dirs = vec![("/".to_string(), client.open_dir("/")?)];
+    while let Some((dir, handle)) = dirs.pop() {
+        // A directory removed since its parent was read (a command running beside the repair)
+        // has nothing of its own to report.
+        let entries = match handle.readdir() {
             Err(e) if matches!(e.fs_error(), Some(FsError::NotFound | FsError::Stale)) => continue,
             other => other?,
         };
@@ -187,7 +189,7 @@ fn walk(client: &Client, cutoff_secs: i64, wanted: &HashSet<InodeId>) -> Result<
                 continue;
             }
             match entry.attr.file_type {
-                FileType::Directory => dirs.push(path),
+                FileType::Directory => dirs.push((path, handle.entered(&entry.name, &entry.attr)?)),
                 FileType::Regular if super::temporary::is_copy_temporary(&entry.name) && entry.attr.mtime.secs < cutoff_secs => {
                     temporaries.push((path, if entry.attr.size_known() { entry.attr.size } else { 0 }));
                 }
