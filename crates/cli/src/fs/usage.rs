@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use tessera_client::{Client, DirEntry, FileType};
+use tessera_client::{Dir, DirEntry, FileType};
 
 use super::{each_path, ClusterArg};
 use crate::units::human_size;
@@ -46,7 +46,8 @@ pub fn du(args: DuArgs) -> Result<()> {
         let attr = client.lookup_followed(path)?;
         let mut missed = Missed::default();
         let total = if attr.file_type == FileType::Directory {
-            tree(&client, path, client.readdir(path)?, &args, &mut missed)
+            let handle = client.open_dir(path)?;
+            tree(path, &handle, handle.readdir()?, &args, &mut missed)
         } else {
             if attr.size_known() {
                 attr.size
@@ -71,13 +72,15 @@ pub fn du(args: DuArgs) -> Result<()> {
 /// Sums directory `dir` (whose entries are `entries`), printing each subdirectory's total
 /// after its contents, as du(1) does. As du(1), a subdirectory that cannot be read (its
 /// metadata server down, say) is reported and left out, and the rest is still counted.
-fn tree(client: &Client, dir: &str, entries: Vec<DirEntry>, args: &DuArgs, missed: &mut Missed) -> u64 {
+/// Subdirectories are read through handles from their parent's listing (`Dir`), so a deep
+/// tree costs no walk from the root per directory.
+fn tree(dir: &str, handle: &Dir, entries: Vec<DirEntry>, args: &DuArgs, missed: &mut Missed) -> u64 {
     let mut total = 0;
     for entry in entries {
         let path = format!("{}/{}", dir.trim_end_matches('/'), entry.name);
         let size = match entry.attr.file_type {
-            FileType::Directory => match client.readdir(&path) {
-                Ok(below) => tree(client, &path, below, args, missed),
+            FileType::Directory => match handle.entered(&entry.name, &entry.attr).and_then(|h| Ok((h.readdir()?, h))) {
+                Ok((below, h)) => tree(&path, &h, below, args, missed),
                 Err(e) => {
                     eprintln!("tessera: du: cannot read directory {path}: {e}");
                     missed.directories += 1;
