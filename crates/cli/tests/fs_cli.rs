@@ -989,6 +989,21 @@ fn crossing_directory_moves_between_servers_leave_no_stray_directory() {
         };
         assert_eq!(dirs, expected, "round {round}: {}\n{}", String::from_utf8_lossy(&a.stderr), String::from_utf8_lossy(&b.stderr));
     }
+    // The window those rounds rarely hit, held open: P renamed aside as a mover claims it. A
+    // move onto P/ must not take the name P, which would leave that mover unable to put P
+    // back; it fails and changes nothing.
+    c.ok(&["rm", "-rf", &p, &q, &format!("{here}/Q"), &format!("{there}/P")]);
+    c.ok(&["mkdir", &p, &q]);
+    let claim = format!("{here}/.P.tessera-mv-src-4242");
+    c.ok(&["mv", &p, &claim]);
+    let err = c.fails(&["mv", &q, &format!("{p}/")]);
+    assert!(err.contains(&format!("renamed aside as .P.tessera-mv-src-4242")) || err.contains(&claim), "{err}");
+    assert!(stdout(&c.ok(&["ls", "-A", &here])).contains(".P.tessera-mv-src-4242"));
+    assert!(c.fails(&["stat", &p]).contains("no such file"), "P was not taken");
+    c.ok(&["stat", &q]);
+    c.ok(&["mv", &claim, &p]);
+    c.ok(&["mv", &q, &format!("{p}/")]);
+    c.ok(&["stat", &format!("{p}/Q")]);
 }
 
 /// Goal: two `rm -rf` of one tree at once both succeed and leave nothing: an entry the other

@@ -52,6 +52,16 @@ fn move_one(client: &Client, from: &str, dest: &str) -> Result<()> {
             let name = from.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
             format!("{}/{name}", dest.trim_end_matches('/'))
         }
+        // A name missing only because another `mv` has it renamed aside is not free: taking
+        // it would leave that move unable to put its source back when it fails.
+        Err(e) if e.fs_error() == Some(FsError::NotFound) => match being_moved(client, dest)? {
+            // Putting the claimed source back under its name, as a failed move's message says.
+            Some(claim) if puts_back(from, dest, &claim) => dest.to_string(),
+            Some(claim) => bail!(
+                "{dest} is renamed aside as {claim} by another mv (moving it now, or one that was cut short: `tessera repair` lists those); try again once that mv ends"
+            ),
+            None => dest.to_string(),
+        },
         _ => dest.to_string(),
     };
     // Checked before anything moves: the copying path below would otherwise rearrange the
@@ -103,6 +113,23 @@ fn move_path(client: &Client, from: &str, to: &str) -> Result<()> {
             "moving {from} to {to} (another metadata server); {from} is left as {claimed}, which could not be renamed back ({back}); put it back with `tessera mv '{claimed}' '{from}'`"
         )),
     })
+}
+
+/// The name another `mv` has `path` renamed aside under ([`claim`]), if it has: one small
+/// page of the parent's listing, from where such names sort. A parent that cannot be opened
+/// has no claims to find; the move then reports what is wrong with it.
+fn being_moved(client: &Client, path: &str) -> Result<Option<String>> {
+    let Ok((dir, name)) = split_parent("mv", path) else { return Ok(None) };
+    let prefix = format!(".{name}.{}-", super::temporary::MV_SOURCE_TAG);
+    let Ok(parent) = client.open_dir(if dir.is_empty() { "/" } else { dir }) else { return Ok(None) };
+    let (page, _) = parent.readdir_page(Some(&prefix), 1)?;
+    Ok(page.into_iter().map(|e| e.name).find(|n| n.starts_with(&prefix) && super::temporary::claimed_source(n) == Some(name)))
+}
+
+/// Whether moving `from` to `dest` renames the claim `claim` of `dest` back to its name.
+fn puts_back(from: &str, dest: &str, claim: &str) -> bool {
+    let (from, dest) = (normalized(from), normalized(dest));
+    from.split_last().zip(dest.split_last()).is_some_and(|((name, dir), (_, dest_dir))| *name == claim && dir == dest_dir)
 }
 
 /// Renames `path` aside in its directory, `.<name>.tessera-mv-src-<pid>`, for this process to
