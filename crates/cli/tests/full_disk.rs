@@ -205,3 +205,99 @@ fn a_full_disk_under_the_metadata_server_is_enospc_and_reads_go_on() {
     assert!((0..made).all(|i| names.contains(&i.to_string())) && names.contains("again"));
     cluster.stop().unwrap();
 }
+
+/// An ext4 file system on a loop device whose backing file is sparse and lives on `backing`
+/// (a small tmpfs): once the tmpfs is full, writes to blocks of the image not yet backed fail
+/// in the kernel's writeback, and `fdatasync` reports EIO or ENOSPC for them, as a failing
+/// disk would. Unmounted and detached on drop.
+struct FailingDisk {
+    mount: PathBuf,
+    device: String,
+}
+
+impl FailingDisk {
+    fn make(backing: &Path, mount: &Path) -> Option<FailingDisk> {
+        let image = backing.join("image");
+        std::fs::File::create(&image).ok()?.set_len(256 << 20).ok()?;
+        let out = Command::new("losetup").args(["-f", "--show"]).arg(&image).output().ok()?;
+        let device = String::from_utf8(out.stdout).ok()?.trim().to_string();
+        if !out.status.success() || device.is_empty() {
+            return None;
+        }
+        let disk = FailingDisk { mount: mount.to_path_buf(), device };
+        std::fs::create_dir_all(mount).ok()?;
+        let formatted = Command::new("mkfs.ext4").args(["-q", &disk.device]).status().ok()?.success();
+        let mounted = formatted && Command::new("mount").arg(&disk.device).arg(mount).status().ok()?.success();
+        mounted.then_some(disk)
+    }
+}
+
+impl Drop for FailingDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
+        let _ = Command::new("losetup").args(["-d", &self.device]).status();
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie still has a /proc entry; its state letter is Z.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+}
+
+/// Goal: a metadata server whose WAL cannot be made durable (fdatasync fails: what is on the
+/// disk is then unknown) refuses the change, exits with an error that says why instead of
+/// lingering, and a restart once the disk is mended recovers every change it acknowledged.
+/// Method: the server's store on an ext4 whose loop device's backing file sits on a small
+/// tmpfs (`FailingDisk`), the OSD's elsewhere; the tmpfs filled, directories made until one
+/// is refused; the server's exit and log read; the filler removed and the server restarted.
+/// Needs root and a loop device; where there is none, it says so and checks nothing, except
+/// under CI, where that fails the test.
+#[test]
+fn a_metadata_store_whose_flush_fails_stops_its_server_and_a_restart_recovers_it() {
+    let name = "a_metadata_store_whose_flush_fails_stops_its_server_and_a_restart_recovers_it";
+    let dir = tempfile::Builder::new().prefix("tessera-mds-eio-").tempdir().unwrap();
+    let backing = dir.path().join("backing");
+    std::fs::create_dir(&backing).unwrap();
+    let Some(_fs) = tmpfs_or_skip(&backing, "48m", name) else { return };
+    let Some(disk) = FailingDisk::make(&backing, &dir.path().join("disk")) else {
+        assert!(std::env::var_os("CI").is_none(), "cannot make a loop device under CI");
+        let _ = writeln!(std::io::stderr(), "SKIPPED: {name}: cannot make a loop device with ext4 here (needs root)");
+        return;
+    };
+    // Only the metadata server's store on the failing disk.
+    let at = dir.path().join("c");
+    std::fs::create_dir(&at).unwrap();
+    std::fs::create_dir(disk.mount.join("mds0")).unwrap();
+    std::os::unix::fs::symlink(disk.mount.join("mds0"), at.join("mds0")).unwrap();
+    let mut cluster = LocalCluster::start_spec(tessera_exe(), &at, &ClusterSpec::new(1)).unwrap();
+    let mds = cluster.records().into_iter().find(|r| r.role == "mds").unwrap();
+    let client = Client::connect(cluster.config()).unwrap();
+    client.mkdir("/d", 0o755).unwrap();
+    fill(&backing.join("filler"));
+
+    let mut made = 0;
+    let err = loop {
+        assert!(made < 200_000, "the metadata server never failed a flush on a failing disk");
+        match client.mkdir(&format!("/d/{made}"), 0o755) {
+            Ok(_) => made += 1,
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err.errno(), 5 | 28), "EIO or ENOSPC: {err}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while alive(mds.pid) {
+        assert!(std::time::Instant::now() < deadline, "the server with a failed store still runs 30 s later");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let log = std::fs::read_to_string(at.join("logs").join("mds0.log")).unwrap();
+    assert!(log.contains("failed to flush") && log.contains("exiting"), "the log says why: {log}");
+
+    std::fs::remove_file(backing.join("filler")).unwrap();
+    cluster.crash_and_restart_mds(0).unwrap();
+    let client = Client::connect(cluster.config()).unwrap();
+    let names: std::collections::HashSet<String> = client.readdir("/d").unwrap().into_iter().map(|e| e.name).collect();
+    // The refused one may be there or not, as after any failed flush; every acknowledged one is.
+    assert!((0..made).all(|i| names.contains(&i.to_string())), "{} of {made} acknowledged directories after the restart", names.len());
+    client.mkdir("/d/again", 0o755).expect("changes work after the restart");
+    cluster.stop().unwrap();
+}
