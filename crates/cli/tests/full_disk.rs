@@ -301,3 +301,49 @@ fn a_metadata_store_whose_flush_fails_stops_its_server_and_a_restart_recovers_it
     client.mkdir("/d/again", 0o755).expect("changes work after the restart");
     cluster.stop().unwrap();
 }
+
+/// Goal: once the kernel failed to write an object's data back (and so reported it to one
+/// flush and then marked the pages clean), no later flush of that object says the data is on
+/// disk: every one fails, as the first did. Before, the second `fsync` succeeded.
+/// Method: the OSD's store on a `FailingDisk`; a file written and flushed; the tmpfs under the
+/// disk filled; more written; `fsync` twice through the real client.
+#[test]
+fn a_flush_that_failed_keeps_failing_rather_than_claim_lost_data_is_on_disk() {
+    let name = "a_flush_that_failed_keeps_failing_rather_than_claim_lost_data_is_on_disk";
+    let dir = tempfile::Builder::new().prefix("tessera-osd-eio-").tempdir().unwrap();
+    let backing = dir.path().join("backing");
+    std::fs::create_dir(&backing).unwrap();
+    let Some(_fs) = tmpfs_or_skip(&backing, "48m", name) else { return };
+    let Some(disk) = FailingDisk::make(&backing, &dir.path().join("disk")) else {
+        assert!(std::env::var_os("CI").is_none(), "cannot make a loop device under CI");
+        let _ = writeln!(std::io::stderr(), "SKIPPED: {name}: cannot make a loop device with ext4 here (needs root)");
+        return;
+    };
+    let at = dir.path().join("c");
+    std::fs::create_dir(&at).unwrap();
+    std::fs::create_dir(disk.mount.join("osd0")).unwrap();
+    std::os::unix::fs::symlink(disk.mount.join("osd0"), at.join("osd0")).unwrap();
+    let cluster = LocalCluster::start_spec(tessera_exe(), &at, &ClusterSpec::new(1)).unwrap();
+    let client = Client::connect(cluster.config()).unwrap();
+    let f = client.create("/f", 0o644, Some(StripeHint { stripe_unit: 1 << 20, stripe_count: 1, start_osd: Some(0) })).unwrap();
+    f.pwrite(0, &[1u8; 1 << 20]).unwrap();
+    f.fsync().unwrap();
+    fill(&backing.join("filler"));
+    // More than the tmpfs could ever hold, so some of it cannot reach the disk.
+    let more = vec![2u8; 8 << 20];
+    let mut at_offset = 1 << 20;
+    let first = loop {
+        assert!(at_offset < 1 << 30, "no flush failed on a disk that cannot take the data");
+        f.pwrite(at_offset, &more).unwrap();
+        at_offset += more.len() as u64;
+        if let Err(e) = f.fsync() {
+            break e;
+        }
+    };
+    let again = f.fsync().expect_err("a flush after a failed one must not report the lost data durable");
+    assert_eq!(again.errno(), first.errno(), "the same error again: {first} / {again}");
+    drop(f);
+    drop(client);
+    // The OSD's own flush at shutdown fails too, rightly; what matters is that it stops.
+    let _ = cluster.stop();
+}

@@ -38,6 +38,11 @@ pub struct FileStore {
     /// Partition directories with entries created since their last fsync: a FLUSH of an
     /// object in one of them fsyncs the directory too, so a new file's name is durable.
     dirty_dirs: Mutex<HashSet<u64>>,
+    /// The store's directory, open for the store's life: syncfs reports a write-back error
+    /// only to descriptors opened before it happened.
+    root_dir: File,
+    /// Flushes that failed, and so must keep failing ([`super::write_back`]).
+    lost: super::write_back::WriteBackErrors,
 }
 
 impl FileStore {
@@ -51,6 +56,8 @@ impl FileStore {
             write_gap_max: plan::WRITE_GAP_MAX.min(block - 1),
             mapped_lists: block >= fault_guard::page_size() as u64,
             dirty_dirs: Mutex::new(HashSet::new()),
+            root_dir: File::open(root).map_err(StorageError::io(IoOp::Open))?,
+            lost: Default::default(),
         })
     }
 
@@ -457,8 +464,9 @@ impl ObjectData for FileStore {
     }
 
     fn sync(&self, addr: ObjectAddr) -> Result<(), StorageError> {
+        self.lost.check_object(addr)?;
         if let Some(f) = self.existing(addr)? {
-            f.sync_data().map_err(StorageError::io(IoOp::Sync))?;
+            f.sync_data().map_err(|e| self.lost.object_failed(addr, e))?;
         }
         let dirty = self.dirty_dirs.lock().unwrap_or_else(|p| p.into_inner()).remove(&addr.partition_id.0);
         if dirty {
@@ -469,10 +477,10 @@ impl ObjectData for FileStore {
     }
 
     fn sync_all(&self) -> Result<(), StorageError> {
-        let dir = File::open(&self.root).map_err(StorageError::io(IoOp::Sync))?;
+        self.lost.check_all()?;
         // SAFETY: syncfs takes an open fd and nothing else.
-        if unsafe { libc::syncfs(dir.as_raw_fd()) } != 0 {
-            return Err(StorageError::Io { op: IoOp::Sync, source: io::Error::last_os_error() });
+        if unsafe { libc::syncfs(self.root_dir.as_raw_fd()) } != 0 {
+            return Err(self.lost.all_failed(io::Error::last_os_error()));
         }
         self.dirty_dirs.lock().unwrap_or_else(|p| p.into_inner()).clear();
         Ok(())
@@ -480,6 +488,7 @@ impl ObjectData for FileStore {
 
     fn remove(&self, addr: ObjectAddr) -> Result<(), StorageError> {
         self.cache.evict(&addr);
+        self.lost.forget(addr);
         match fs::remove_file(self.path(addr)) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(StorageError::Io { op: IoOp::Remove, source: e }),
             _ => Ok(()),
@@ -488,6 +497,7 @@ impl ObjectData for FileStore {
 
     fn remove_partition(&self, partition_id: u64) -> Result<(), StorageError> {
         self.cache.evict_partition(partition_id);
+        self.lost.forget_partition(partition_id);
         match fs::remove_dir_all(self.partition_dir(partition_id)) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(StorageError::Io { op: IoOp::Remove, source: e }),
             _ => Ok(()),

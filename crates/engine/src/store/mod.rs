@@ -13,6 +13,7 @@ pub mod mapped;
 pub mod mem;
 pub mod plan;
 pub mod space;
+pub mod write_back;
 
 use tessera_types::ObjectAddr;
 
