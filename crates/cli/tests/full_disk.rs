@@ -239,6 +239,36 @@ impl Drop for FailingDisk {
     }
 }
 
+/// A cluster directory `at` whose `store` (`mds0`, `osd0`) lives on a [`FailingDisk`], the
+/// rest on the ordinary disk; `backing` is the tmpfs to fill. Dropped in field order: the
+/// disk, then the tmpfs under it, then the directory.
+struct StoreOnFailingDisk {
+    at: PathBuf,
+    backing: PathBuf,
+    _disk: FailingDisk,
+    _fs: Tmpfs,
+    _dir: tempfile::TempDir,
+}
+
+/// [`StoreOnFailingDisk`], or `None` after saying why the test `name` checks nothing (which
+/// fails the test under CI, where the project's own scripts run as root).
+fn store_on_failing_disk(name: &str, store: &str) -> Option<StoreOnFailingDisk> {
+    let dir = tempfile::Builder::new().prefix("tessera-eio-").tempdir().unwrap();
+    let backing = dir.path().join("backing");
+    std::fs::create_dir(&backing).unwrap();
+    let fs = tmpfs_or_skip(&backing, "48m", name)?;
+    let Some(disk) = FailingDisk::make(&backing, &dir.path().join("disk")) else {
+        assert!(std::env::var_os("CI").is_none(), "cannot make a loop device under CI");
+        let _ = writeln!(std::io::stderr(), "SKIPPED: {name}: cannot make a loop device with ext4 here (needs root)");
+        return None;
+    };
+    let at = dir.path().join("c");
+    std::fs::create_dir(&at).unwrap();
+    std::fs::create_dir(disk.mount.join(store)).unwrap();
+    std::os::unix::fs::symlink(disk.mount.join(store), at.join(store)).unwrap();
+    Some(StoreOnFailingDisk { at, backing, _disk: disk, _fs: fs, _dir: dir })
+}
+
 fn alive(pid: u32) -> bool {
     // A zombie still has a /proc entry; its state letter is Z.
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
@@ -254,22 +284,9 @@ fn alive(pid: u32) -> bool {
 /// under CI, where that fails the test.
 #[test]
 fn a_metadata_store_whose_flush_fails_stops_its_server_and_a_restart_recovers_it() {
-    let name = "a_metadata_store_whose_flush_fails_stops_its_server_and_a_restart_recovers_it";
-    let dir = tempfile::Builder::new().prefix("tessera-mds-eio-").tempdir().unwrap();
-    let backing = dir.path().join("backing");
-    std::fs::create_dir(&backing).unwrap();
-    let Some(_fs) = tmpfs_or_skip(&backing, "48m", name) else { return };
-    let Some(disk) = FailingDisk::make(&backing, &dir.path().join("disk")) else {
-        assert!(std::env::var_os("CI").is_none(), "cannot make a loop device under CI");
-        let _ = writeln!(std::io::stderr(), "SKIPPED: {name}: cannot make a loop device with ext4 here (needs root)");
-        return;
-    };
-    // Only the metadata server's store on the failing disk.
-    let at = dir.path().join("c");
-    std::fs::create_dir(&at).unwrap();
-    std::fs::create_dir(disk.mount.join("mds0")).unwrap();
-    std::os::unix::fs::symlink(disk.mount.join("mds0"), at.join("mds0")).unwrap();
-    let mut cluster = LocalCluster::start_spec(tessera_exe(), &at, &ClusterSpec::new(1)).unwrap();
+    let Some(setup) = store_on_failing_disk("a_metadata_store_whose_flush_fails_stops_its_server_and_a_restart_recovers_it", "mds0") else { return };
+    let (at, backing) = (&setup.at, &setup.backing);
+    let mut cluster = LocalCluster::start_spec(tessera_exe(), at, &ClusterSpec::new(1)).unwrap();
     let mds = cluster.records().into_iter().find(|r| r.role == "mds").unwrap();
     let client = Client::connect(cluster.config()).unwrap();
     client.mkdir("/d", 0o755).unwrap();
@@ -309,21 +326,9 @@ fn a_metadata_store_whose_flush_fails_stops_its_server_and_a_restart_recovers_it
 /// disk filled; more written; `fsync` twice through the real client.
 #[test]
 fn a_flush_that_failed_keeps_failing_rather_than_claim_lost_data_is_on_disk() {
-    let name = "a_flush_that_failed_keeps_failing_rather_than_claim_lost_data_is_on_disk";
-    let dir = tempfile::Builder::new().prefix("tessera-osd-eio-").tempdir().unwrap();
-    let backing = dir.path().join("backing");
-    std::fs::create_dir(&backing).unwrap();
-    let Some(_fs) = tmpfs_or_skip(&backing, "48m", name) else { return };
-    let Some(disk) = FailingDisk::make(&backing, &dir.path().join("disk")) else {
-        assert!(std::env::var_os("CI").is_none(), "cannot make a loop device under CI");
-        let _ = writeln!(std::io::stderr(), "SKIPPED: {name}: cannot make a loop device with ext4 here (needs root)");
-        return;
-    };
-    let at = dir.path().join("c");
-    std::fs::create_dir(&at).unwrap();
-    std::fs::create_dir(disk.mount.join("osd0")).unwrap();
-    std::os::unix::fs::symlink(disk.mount.join("osd0"), at.join("osd0")).unwrap();
-    let cluster = LocalCluster::start_spec(tessera_exe(), &at, &ClusterSpec::new(1)).unwrap();
+    let Some(setup) = store_on_failing_disk("a_flush_that_failed_keeps_failing_rather_than_claim_lost_data_is_on_disk", "osd0") else { return };
+    let (at, backing) = (&setup.at, &setup.backing);
+    let cluster = LocalCluster::start_spec(tessera_exe(), at, &ClusterSpec::new(1)).unwrap();
     let client = Client::connect(cluster.config()).unwrap();
     let f = client.create("/f", 0o644, Some(StripeHint { stripe_unit: 1 << 20, stripe_count: 1, start_osd: Some(0) })).unwrap();
     f.pwrite(0, &[1u8; 1 << 20]).unwrap();
