@@ -176,7 +176,7 @@ fn main() {
     if let Err(e) = result {
         eprintln!("{}{}", tessera_cli::daemon::ERROR_PREFIX, tessera_cli::report::error_chain(&e));
         let interrupted = e.chain().find_map(|c| c.downcast_ref::<tessera_cli::fs::interrupt::Interrupted>());
-        std::process::exit(interrupted.map_or(1, |i| i.exit_code()));
+        std::process::exit(interrupted.map_or_else(|| tessera_cli::report::exit_status(&e), |i| i.exit_code()));
     }
 }
 

@@ -215,6 +215,12 @@ fn namespace_commands_and_their_errors() {
     let err = c.fails(&["touch", "/missing/t"]);
     assert!(err.contains("/missing/t: no such file or directory"), "{err}");
     c.ok(&["mkdir", "-p", "/a/b/c"]);
+    // ls as GNU ls: a path named on the command line that cannot be read is status 2.
+    for args in [&["ls", "/missing"][..], &["ls", "/a", "/missing"][..]] {
+        let out = run(args, Some(&c.cluster_file()));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("/missing: no such file or directory"));
+    }
     let err = c.fails(&["mkdir", "-p", ""]);
     assert!(err.contains("no such file or directory"), "an empty path is ENOENT, as mkdir(1) -p says: {err}");
     let work = tempfile::tempdir().unwrap();

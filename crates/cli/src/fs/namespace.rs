@@ -7,6 +7,7 @@ use tessera_client::{Attr, Client, Dir, FileType, FsError, InodeId};
 
 use super::mode::{process_umask, ModeSpec};
 use super::{each_path, ClusterArg};
+use crate::report::ExitStatus;
 use crate::units::human_size;
 
 /// `-h` is ls(1)'s human sizes, so help is `--help` alone.
@@ -126,7 +127,7 @@ pub fn ls(args: LsArgs) -> Result<()> {
     // the others are still listed, and the command then fails.
     let mut files = Vec::new();
     let mut dirs = Vec::new();
-    let mut failed = 0;
+    let (mut failed, mut unreadable_operands) = (0, 0);
     for path in &args.paths {
         // `lookup`, not `stat`: a file whose OSD is down is listed with its size as `?`.
         // As ls(1), a symlink named here is listed as itself with -l or -d, and otherwise
@@ -144,10 +145,13 @@ pub fn ls(args: LsArgs) -> Result<()> {
         match found {
             Ok(None) => dirs.push(path),
             Ok(Some(a)) => files.push((path.clone(), a)),
-            Err(e) if args.paths.len() == 1 => return Err(e.into()),
+            // As GNU ls: a path named here that cannot be read is serious trouble (status 2),
+            // a directory below one that cannot be listed a minor problem (status 1).
+            Err(e) if args.paths.len() == 1 => return Err(ExitStatus { status: 2, message: e.to_string() }.into()),
             Err(e) => {
                 eprintln!("tessera: ls: {e}");
                 failed += 1;
+                unreadable_operands += 1;
             }
         }
     }
@@ -215,7 +219,8 @@ pub fn ls(args: LsArgs) -> Result<()> {
         }
     }
     if failed > 0 {
-        bail!("{failed} of {} paths could not be listed", args.paths.len());
+        let message = format!("{failed} of {} paths could not be listed", args.paths.len());
+        bail!(ExitStatus { status: if unreadable_operands > 0 { 2 } else { 1 }, message });
     }
     if unknown.get() > 0 {
         bail!("the attributes of {} entries could not be read: {}", unknown.get(), FsError::PeerDown);
