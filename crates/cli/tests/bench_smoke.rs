@@ -102,3 +102,21 @@ fn bench_meta_quick_writes_its_summary() {
         &["creates_per_sec_4_clients", "creates_per_sec_4_clients_ram_mounted", "sqlite_durable_tx_per_sec", "round_trips_per_sec_4_clients", "stat_median_us_stripes_2"],
     );
 }
+
+/// A bench refuses a bad argument before it starts anything, naming what it accepts, rather
+/// than running nothing (an unknown `--only` name) or minutes of work.
+#[test]
+fn benches_refuse_bad_arguments_before_starting() {
+    for (args, says) in [
+        (&["noncontig", "--only", "nonsense"][..], "possible values: fig10, small, subarray, memory, store"),
+        (&["meta", "--clients", "0"][..], "--clients needs one or more counts above zero"),
+        (&["io", "--osds", "0"][..], "--osds needs counts of at least 1"),
+        (&["tree", "--files", "0"][..], "must be above zero"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(tessera_exe()).arg("bench").args(args).arg("--out").arg(dir.path()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(says), "{args:?}: {err}");
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "{args:?} wrote a report");
+    }
+}

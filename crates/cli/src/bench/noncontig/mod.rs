@@ -37,9 +37,12 @@ use super::CommonArgs;
 pub struct NoncontigArgs {
     /// Run only these experiments (comma-separated: fig10, small, subarray, memory, store; fig10 includes
     /// the model). The summary then holds NaN for what was skipped.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(EXPERIMENTS))]
     only: Vec<String>,
 }
+
+/// The experiments `--only` may name.
+const EXPERIMENTS: [&str; 5] = ["fig10", "small", "subarray", "memory", "store"];
 
 impl NoncontigArgs {
     fn wants(&self, experiment: &str) -> bool {
