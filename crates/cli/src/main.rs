@@ -97,7 +97,7 @@ enum Command {
     /// that did not finish, and sources a killed mv left renamed aside; --remove removes the
     /// first two (a mv's source is reported with the command that puts it back).
     Repair(repair::RepairArgs),
-    /// Start a target in a temporary directory, exercise it, and run a short benchmark.
+    /// Start a local cluster in a temporary directory, write and read back a striped file, restart it, and run a short benchmark.
     Demo(demo::DemoArgs),
     /// Reproduce the seed papers' experiments; every bench also measures its baseline.
     Bench(BenchArgs),

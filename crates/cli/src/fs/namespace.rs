@@ -46,6 +46,7 @@ pub struct LsArgs {
 
 #[derive(Args)]
 pub struct StatArgs {
+    /// Files, directories or links to describe.
     #[arg(required = true)]
     paths: Vec<String>,
     /// Follow a final symbolic link and show what it points to (without: the link itself,
@@ -58,6 +59,7 @@ pub struct StatArgs {
 
 #[derive(Args)]
 pub struct MkdirArgs {
+    /// Directories to make (with -p, their missing parents too).
     #[arg(required = true)]
     paths: Vec<String>,
     /// Make parent directories as needed; no error if the directory exists.
@@ -69,6 +71,7 @@ pub struct MkdirArgs {
 
 #[derive(Args)]
 pub struct RmdirArgs {
+    /// Empty directories to remove.
     #[arg(required = true)]
     paths: Vec<String>,
     /// Remove each path's ancestors too, as each becomes empty (`rmdir -p a/b/c` is
@@ -106,6 +109,7 @@ pub struct ChmodArgs {
     /// (no write bit: writes are refused).
     #[arg(value_parser = ModeSpec::parse, allow_hyphen_values = true)]
     mode: ModeSpec,
+    /// Files or directories (a symbolic link is followed to what it names).
     #[arg(required = true)]
     paths: Vec<String>,
     #[command(flatten)]

@@ -32,6 +32,7 @@ pub struct SetStripeArgs {
 
 #[derive(Args)]
 pub struct GetStripeArgs {
+    /// Files (their layout) or directories (the default their new files take).
     #[arg(required = true)]
     paths: Vec<String>,
     #[command(flatten)]
