@@ -12,11 +12,18 @@ use crate::bench::report::percentile;
 pub type Variant<'a> = Box<dyn FnMut() -> Result<()> + 'a>;
 
 /// Per-call seconds of each variant in each round: `out[variant][round]`. Each round runs
-/// every variant `reps` times.
+/// every variant `reps` times, in list order in even rounds and in reverse order in odd ones,
+/// so that what a variant inherits from the one before it (caches, the page cache, the other
+/// end's state) falls on every variant alike rather than always on the same one.
 pub fn interleaved(rounds: usize, reps: usize, variants: &mut [Variant<'_>]) -> Result<Vec<Vec<f64>>> {
     let mut out = vec![Vec::with_capacity(rounds); variants.len()];
-    for _ in 0..rounds {
-        for (v, f) in variants.iter_mut().enumerate() {
+    for round in 0..rounds {
+        let order: Vec<usize> = match round % 2 {
+            0 => (0..variants.len()).collect(),
+            _ => (0..variants.len()).rev().collect(),
+        };
+        for v in order {
+            let f = &mut variants[v];
             let t = Instant::now();
             for _ in 0..reps {
                 f()?;
