@@ -275,14 +275,14 @@ impl Client {
         Ok(Client { inner: Arc::new(inner) })
     }
 
-    /// Attributes of what `path` names, a final symlink followed, as stat(2); a file's size
-    /// comes from its objects (EIO when one of its OSDs does not answer).
     /// Requests this client has sent to the metadata servers: what a walk of the namespace
     /// costs, for tests and benchmarks.
     pub fn mds_requests(&self) -> u64 {
         self.inner.mds.sent()
     }
 
+    /// Attributes of what `path` names, a final symlink followed, as stat(2); a file's size
+    /// comes from its objects (EIO when one of its OSDs does not answer).
     pub fn stat(&self, path: &str) -> Result<Attr, ClientError> {
         self.inner.sized("stat", path, self.inner.resolve_followed("stat", path)?)
     }
