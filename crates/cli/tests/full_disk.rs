@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::tessera_exe;
+use common::{alive, tessera_exe};
 use tessera_cli::cluster::{ClusterSpec, LocalCluster};
 use tessera_client::{Client, StripeHint};
 
@@ -267,11 +267,6 @@ fn store_on_failing_disk(name: &str, store: &str) -> Option<StoreOnFailingDisk> 
     std::fs::create_dir(disk.mount.join(store)).unwrap();
     std::os::unix::fs::symlink(disk.mount.join(store), at.join(store)).unwrap();
     Some(StoreOnFailingDisk { at, backing, _disk: disk, _fs: fs, _dir: dir })
-}
-
-fn alive(pid: u32) -> bool {
-    // A zombie still has a /proc entry; its state letter is Z.
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
 }
 
 /// Goal: a metadata server whose WAL cannot be made durable (fdatasync fails: what is on the

@@ -13,7 +13,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::tessera_exe;
+use common::{alive, tessera_exe};
 
 /// The pids of `parent`'s child processes.
 fn children_of(parent: u32) -> Vec<u32> {
@@ -26,14 +26,6 @@ fn children_of(parent: u32) -> Vec<u32> {
         }
     }
     out
-}
-
-fn alive(pid: u32) -> bool {
-    // A zombie still has a /proc entry; its state letter is Z.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
-        Err(_) => false,
-    }
 }
 
 #[test]

@@ -26,6 +26,21 @@ pub fn make_in(client: &Client, parent: &Dir, name: &str, path: &str, mode: u32)
     }
 }
 
+/// Makes directory `path` by its path, or takes the one there (a file there refuses): the top
+/// of a tree, which has no parent's handle yet.
+fn make_by_path(client: &Client, path: &str, mode: u32) -> Result<Dir> {
+    match client.mkdir(path, mode) {
+        Err(e) if e.fs_error() == Some(FsError::Exists) => match client.open_dir(path) {
+            Err(e) if e.fs_error() == Some(FsError::NotDir) => bail!("{path} exists and is not a directory"),
+            other => Ok(other?),
+        },
+        other => {
+            other?;
+            Ok(client.open_dir(path)?)
+        }
+    }
+}
+
 /// Makes (or takes) each directory of a walk, given parents first, each by its path and
 /// mode: the first by its path, the others in their parent's handle.
 pub struct TreeMaker<'c> {
@@ -43,10 +58,7 @@ impl<'c> TreeMaker<'c> {
         let key = path.trim_end_matches('/');
         let dir = match key.rsplit_once('/').and_then(|(parent, name)| Some((self.made.get(parent)?, name))) {
             Some((parent, name)) => make_in(self.client, parent, name, path, mode)?,
-            None => {
-                super::trees::make_remote_dir(self.client, path, mode)?;
-                self.client.open_dir(path)?
-            }
+            None => make_by_path(self.client, path, mode)?,
         };
         self.made.insert(key.to_string(), dir);
         Ok(())

@@ -121,17 +121,6 @@ fn walk_local(local: &Path, remote: String, plan: &mut Plan<PathBuf, String>) ->
     Ok(())
 }
 
-/// Makes directory `remote`, or takes the one there (a file there refuses).
-pub(super) fn make_remote_dir(client: &Client, remote: &str, mode: u32) -> Result<()> {
-    match client.mkdir(remote, mode) {
-        Err(e) if e.fs_error() == Some(FsError::Exists) => match client.lookup_followed(remote)?.file_type {
-            FileType::Directory => Ok(()),
-            _ => bail!("{remote} exists and is not a directory"),
-        },
-        other => Ok(other.map(drop)?),
-    }
-}
-
 /// Clears the way for a link at `to`: a file or link there goes, a directory stays and refuses.
 pub(super) fn replace_remote_link(client: &Client, to: &str) -> Result<()> {
     match client.lookup(to) {

@@ -136,3 +136,8 @@ pub fn while_frozen<T>(pid: u32, f: impl FnOnce() -> T) -> (T, Duration) {
     signal(pid, libc::SIGCONT);
     (result, took)
 }
+
+/// Whether process `pid` runs (a zombie, which still has a /proc entry, does not).
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+}
