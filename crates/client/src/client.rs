@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use tessera_mds_proto::limits::{NAME_LEN_MAX, SYMLINK_LEN_MAX};
 use tessera_mds_proto::request::NewInode;
-use tessera_mds_proto::{Attr, DirEntry, FileLayout, FileType, FsError, Grant, InodeId, OsdUsage, Reply, Request, SetAttrs, StatFs, StripeHint, Timespec};
+use tessera_mds_proto::{Attr, Caller, DirEntry, FileLayout, FileType, FsError, Grant, InodeId, OsdUsage, Reply, Request, SetAttrs, StatFs, StripeHint, Timespec};
 
 use crate::config::ClusterConfig;
 use crate::dir::Dir;
@@ -61,8 +61,8 @@ pub struct RepairReport {
 pub(crate) struct Inner {
     pub mds: MdsRouter,
     pub pool: OsdPool,
-    pub uid: u32,
-    pub gid: u32,
+    /// The user every metadata request is sent for, and the owner of what this client makes.
+    pub caller: Caller,
 }
 
 impl Inner {
@@ -231,7 +231,7 @@ impl Inner {
     }
 
     pub fn new_inode(&self, mode: u32) -> NewInode {
-        NewInode { mode: mode & 0o7777, uid: self.uid, gid: self.gid }
+        NewInode { mode: mode & 0o7777, uid: self.caller.uid, gid: self.caller.gid }
     }
 
     /// Creates regular file `name` in directory `dir` and opens it; `path` labels errors.
@@ -262,17 +262,31 @@ pub struct Client {
 impl Client {
     /// Checks the configuration and that the root is reachable. OSD sessions log in on first
     /// use, so a client that only lists directories never opens one.
+    ///
+    /// The client acts for this process's user (its effective uid, gid and groups): the
+    /// metadata servers check directory and file modes against it, and what it makes is owned
+    /// by it, as on a local file system.
     pub fn connect(config: &ClusterConfig) -> Result<Client, ClientError> {
-        Self::connect_as(config, 0, 0)
+        Self::connect_for(config, Caller::of_process())
     }
 
-    /// Like [`Client::connect`], creating inodes owned by `uid` / `gid` (the MDS trusts the
-    /// client until capabilities exist).
+    /// Like [`Client::connect`], acting for user `uid` with group `gid` and no other group.
     pub fn connect_as(config: &ClusterConfig, uid: u32, gid: u32) -> Result<Client, ClientError> {
+        Self::connect_for(config, Caller::user(uid, gid))
+    }
+
+    /// Like [`Client::connect`], acting for `caller`. The servers believe the ids a client
+    /// sends, as NFS servers believe AUTH_SYS (docs/security.md, "Users").
+    pub fn connect_for(config: &ClusterConfig, caller: Caller) -> Result<Client, ClientError> {
         config.validate()?;
-        let inner = Inner { mds: MdsRouter::new(&config.mds), pool: OsdPool::new(config)?, uid, gid };
+        let inner = Inner { mds: MdsRouter::new(&config.mds, caller.clone()), pool: OsdPool::new(config)?, caller };
         inner.resolve("connect", "/")?;
         Ok(Client { inner: Arc::new(inner) })
+    }
+
+    /// The user this client acts for.
+    pub fn caller(&self) -> &Caller {
+        &self.inner.caller
     }
 
     /// Requests this client has sent to the metadata servers: what a walk of the namespace

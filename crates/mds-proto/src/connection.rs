@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::{encode_request_frame, frame_body_len, DecodeError, Frame, FsError, Message, Reply, Request, FRAME_HEADER_LEN};
+use crate::{encode_request_frame, Caller, frame_body_len, DecodeError, Frame, FsError, Message, Reply, Request, FRAME_HEADER_LEN};
 
 /// How long a call waits for its reply by default before the connection is given up. Generous:
 /// a create may wait for CREATE on every OSD of its stripe when a pool runs dry.
@@ -81,6 +81,8 @@ pub struct MdsConnection {
     reader: BufReader<TcpStream>,
     next_id: u64,
     timeout: Duration,
+    /// The user every request on this connection is sent for.
+    caller: Caller,
 }
 
 impl MdsConnection {
@@ -110,7 +112,14 @@ impl MdsConnection {
         stream.set_read_timeout(Some(timeout.min(PROBE_AFTER)))?;
         stream.set_write_timeout(Some(timeout))?;
         let reader = BufReader::with_capacity(READ_BUFFER, stream.try_clone()?);
-        Ok(MdsConnection { stream, reader, next_id: 1, timeout })
+        Ok(MdsConnection { stream, reader, next_id: 1, timeout, caller: Caller::of_process() })
+    }
+
+    /// Sends every later request for `caller` instead of this process's own user (a server
+    /// calling a peer sends for [`Caller::ROOT`]; a client may act for a user it names).
+    pub fn with_caller(mut self, caller: Caller) -> MdsConnection {
+        self.caller = caller;
+        self
     }
 
     /// Sends one request and waits for its answer: the server's result, or why none came.
@@ -121,7 +130,7 @@ impl MdsConnection {
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => ConnectionError::NoReply { secs: self.timeout.as_secs() },
             _ => ConnectionError::Io(e),
         };
-        self.stream.write_all(&encode_request_frame(request_id, request)).map_err(timed_out)?;
+        self.stream.write_all(&encode_request_frame(request_id, &self.caller, request)).map_err(timed_out)?;
         let limit = if request.runs_long() { self.timeout.max(LONG_REPLY_TIMEOUT) } else { self.timeout };
         let since = Instant::now();
         let deadline = since + limit;
@@ -136,7 +145,7 @@ impl MdsConnection {
         }
         match frame.message {
             Message::Reply(r) => Ok(r),
-            Message::Request(_) => Err(ConnectionError::NotAReply),
+            Message::Request(..) => Err(ConnectionError::NotAReply),
         }
     }
 

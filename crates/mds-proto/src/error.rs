@@ -39,9 +39,15 @@ pub enum FsError {
     Busy,
     #[error("malformed request")]
     Protocol,
-    /// The file's mode does not allow the operation (truncating a file without write bits).
+    /// The mode of the file, or of a directory the operation reads or changes, does not allow
+    /// it for the caller (truncating a file without write permission, creating in a directory
+    /// without write and search permission).
     #[error("permission denied")]
     Access,
+    /// Only the inode's owner or the superuser may do this (chmod, utimes, chown), or only the
+    /// superuser (giving a file away, repair, the servers' own requests).
+    #[error("operation not permitted")]
+    NotPermitted,
     /// A walk met more symbolic links than it follows (40, as Linux): a loop of links.
     #[error("too many levels of symbolic links (a loop of links?)")]
     Loop,
@@ -55,7 +61,7 @@ pub enum FsError {
 }
 
 impl FsError {
-    pub const ALL: [FsError; 18] = [
+    pub const ALL: [FsError; 19] = [
         FsError::NotFound,
         FsError::Exists,
         FsError::NotEmpty,
@@ -71,6 +77,7 @@ impl FsError {
         FsError::Busy,
         FsError::Protocol,
         FsError::Access,
+        FsError::NotPermitted,
         FsError::Loop,
         FsError::TooBig,
         FsError::PeerDown,
@@ -79,6 +86,7 @@ impl FsError {
     /// The Linux errno. It is also the wire code, so a capture reads naturally.
     pub fn errno(self) -> i32 {
         match self {
+            FsError::NotPermitted => 1, // EPERM
             FsError::NotFound => 2,     // ENOENT
             FsError::Io => 5,           // EIO
             FsError::Access => 13,      // EACCES

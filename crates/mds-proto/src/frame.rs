@@ -4,7 +4,8 @@
 //! 0..4    frame length (u32, big-endian): bytes after this field, 9..=FRAME_LEN_MAX-4
 //! 4..12   request id (u64): chosen by the sender of a request, echoed by its reply
 //! 12      kind: 1 request, 2 reply
-//! 13..    the message (request.rs / reply.rs)
+//! 13..    a request: its caller (caller.rs: uid, gid, groups), then the request (request.rs)
+//!         a reply: the reply (reply.rs)
 //! ```
 //!
 //! Why hand-written and not serde + postcard: the workspace's other codecs are hand-written
@@ -15,11 +16,12 @@
 //! A reader takes the 4 length bytes, checks them with [`frame_body_len`] before reading on (so
 //! a hostile length never allocates), reads the body, and decodes it with [`Frame::decode_body`].
 
+use crate::caller::Caller;
 use crate::error::{DecodeError, FsError};
 use crate::limits::FRAME_LEN_MAX;
 use crate::reply::{decode_result, encode_result, Reply};
 use crate::request::Request;
-use crate::wire::Writer;
+use crate::wire::{Reader, Writer};
 
 pub const FRAME_HEADER_LEN: usize = 4;
 const ID: usize = 0; // offsets within the body
@@ -34,7 +36,8 @@ const KIND_REPLY: u8 = 2;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Message {
-    Request(Request),
+    /// A request and the user it is sent for.
+    Request(Caller, Request),
     Reply(Result<Reply, FsError>),
 }
 
@@ -58,7 +61,7 @@ pub fn frame_body_len(header: [u8; FRAME_HEADER_LEN]) -> Result<usize, DecodeErr
 /// message's parts are bounded so that cannot happen (limits.rs asserts the sums).
 pub fn encode_frame(frame: &Frame) -> Vec<u8> {
     match &frame.message {
-        Message::Request(r) => encode_request_frame(frame.request_id, r),
+        Message::Request(caller, r) => encode_request_frame(frame.request_id, caller, r),
         Message::Reply(r) => {
             let mut w = frame_start(frame.request_id, KIND_REPLY);
             encode_result(r, &mut w);
@@ -68,8 +71,9 @@ pub fn encode_frame(frame: &Frame) -> Vec<u8> {
 }
 
 /// [`encode_frame`] of a request the caller keeps (to send it again on another connection).
-pub fn encode_request_frame(request_id: u64, request: &Request) -> Vec<u8> {
+pub fn encode_request_frame(request_id: u64, caller: &Caller, request: &Request) -> Vec<u8> {
     let mut w = frame_start(request_id, KIND_REQUEST);
+    caller.encode(&mut w);
     request.encode(&mut w);
     frame_end(w)
 }
@@ -111,7 +115,12 @@ impl Frame {
         let request_id = Self::request_id_of(body).ok_or(DecodeError::Truncated { at: body.len() })?;
         let message = &body[MESSAGE..];
         let message = match body[KIND] {
-            KIND_REQUEST => Message::Request(Request::decode(message).map_err(|e| rebase(e, MESSAGE))?),
+            KIND_REQUEST => {
+                let mut r = Reader::new(message);
+                let caller = Caller::decode(&mut r).map_err(|e| rebase(e, MESSAGE))?;
+                let at = MESSAGE + r.position();
+                Message::Request(caller, Request::decode(&message[r.position()..]).map_err(|e| rebase(e, at))?)
+            }
             KIND_REPLY => Message::Reply(decode_result(message).map_err(|e| rebase(e, MESSAGE))?),
             kind => return Err(DecodeError::UnknownTag { what: "frame kind", value: kind as u32, at: KIND }),
         };

@@ -24,9 +24,12 @@ mod tests {
         fn never_panics(data in prop::collection::vec(any::<u8>(), 0..300), kind in 1u8..=2, op in 0u8..40) {
             super::decode_frame(&data);
             let mut framed = Vec::new();
-            framed.extend_from_slice(&((data.len() + 10) as u32).to_be_bytes());
+            // A request's caller (uid, gid, no supplementary group) comes before its opcode.
+            let caller: &[u8] = if kind == 1 { &[0, 0, 3, 232, 0, 0, 0, 100, 0] } else { &[] };
+            framed.extend_from_slice(&((data.len() + 10 + caller.len()) as u32).to_be_bytes());
             framed.extend_from_slice(&7u64.to_be_bytes());
             framed.push(kind);
+            framed.extend_from_slice(caller);
             framed.push(op);
             framed.extend_from_slice(&data);
             super::decode_frame(&framed);

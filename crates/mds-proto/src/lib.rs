@@ -6,6 +6,7 @@
 //! - [`limits`]: every bound a decoder enforces, with their relations checked when compiling.
 //! - [`wire`]: the bounded reader/writer every message codec is built from.
 //! - [`types`]: inode ids (home server in the high bits), attributes, layouts, directory entries.
+//! - [`caller`]: [`Caller`], the user a request is sent for (uid, gid, groups).
 //! - [`error`]: [`FsError`], the errno-like result of a namespace operation, and [`DecodeError`].
 //! - [`grant`]: the capabilities and capability keys a layout comes with.
 //! - [`usage`]: each OSD's capacity, use and backing file system, for `df`.
@@ -14,6 +15,7 @@
 //! - [`connection`]: [`MdsConnection`], frames over TCP, one request at a time.
 //! - [`fuzzing`]: the fuzz entry point, a plain function `cargo test` also runs.
 
+pub mod caller;
 pub mod connection;
 pub mod error;
 pub mod frame;
@@ -26,6 +28,7 @@ pub mod types;
 pub mod usage;
 pub mod wire;
 
+pub use caller::Caller;
 pub use connection::{ConnectionError, MdsConnection};
 pub use error::{DecodeError, FsError};
 pub use grant::{Grant, ObjectCredential};

@@ -32,6 +32,10 @@ pub const ORPHANS_LISTED_MAX: u32 = 4096;
 /// entries naming a gone directory); more are found by running it again after a removal.
 pub const FAULTS_LISTED_MAX: u32 = 1024;
 
+/// Supplementary groups a request's caller names (AUTH_SYS allows 16; Linux users in a few
+/// dozen groups are common on shared clusters). Fits the one-byte count.
+pub const GROUPS_MAX: usize = 32;
+
 /// Encoded size of an [`crate::Attr`] (see `types.rs`), used for the page bound below.
 pub const ATTR_WIRE_LEN: usize = 8 + 1 + 4 * 4 + 8 + 3 * 12 + 8;
 
@@ -44,3 +48,4 @@ const _: () = assert!((STRIPE_COUNT_MAX as usize) * 12 + 64 < FRAME_LEN_MAX);
 const _: () = assert!(SERVERS_MAX <= 64);
 // A REPAIR reply listing the most orphans and faults fits in a frame.
 const _: () = assert!((ORPHANS_LISTED_MAX as usize) * 12 + (FAULTS_LISTED_MAX as usize) * (8 + 8 + 2 + NAME_LEN_MAX + 8) + 64 < FRAME_LEN_MAX);
+const _: () = assert!(GROUPS_MAX <= u8::MAX as usize);

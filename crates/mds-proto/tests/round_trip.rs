@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use tessera_layout::StripeLayout;
-use tessera_mds_proto::limits::{FRAME_LEN_MAX, NAME_LEN_MAX};
+use tessera_mds_proto::limits::{FRAME_LEN_MAX, GROUPS_MAX, NAME_LEN_MAX};
 use tessera_mds_proto::request::NewInode;
 use tessera_mds_proto::*;
 
@@ -143,10 +143,14 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
     prop_oneof![ok.prop_map(Ok), prop::sample::select(FsError::ALL.to_vec()).prop_map(Err)]
 }
 
+fn caller() -> impl Strategy<Value = Caller> {
+    (any::<u32>(), any::<u32>(), prop::collection::vec(any::<u32>(), 0..=GROUPS_MAX)).prop_map(|(uid, gid, groups)| Caller { uid, gid, groups })
+}
+
 proptest! {
     #[test]
-    fn requests_round_trip(request_id in any::<u64>(), r in request()) {
-        let frame = Frame { request_id, message: Message::Request(r) };
+    fn requests_round_trip(request_id in any::<u64>(), c in caller(), r in request()) {
+        let frame = Frame { request_id, message: Message::Request(c, r) };
         let bytes = encode_frame(&frame);
         prop_assert_eq!(decode_frame(&bytes), Ok(frame));
         prop_assert!(tessera_mds_proto::fuzzing::decode_frame(&bytes));
@@ -161,8 +165,8 @@ proptest! {
 
     /// Goal: a truncated frame is an error, never a panic or a different message.
     #[test]
-    fn every_prefix_is_refused(r in request()) {
-        let bytes = encode_frame(&Frame { request_id: 1, message: Message::Request(r) });
+    fn every_prefix_is_refused(c in caller(), r in request()) {
+        let bytes = encode_frame(&Frame { request_id: 1, message: Message::Request(c, r) });
         for cut in 0..bytes.len() {
             prop_assert!(decode_frame(&bytes[..cut]).is_err());
         }
@@ -186,6 +190,7 @@ fn hostile_lengths_are_refused_before_allocation() {
     // A name one byte over NAME_LEN_MAX answers NameTooLong.
     let mut body = vec![0u8; 8];
     body.push(1);
+    body.extend_from_slice(&[0; 9]); // the caller: uid 0, gid 0, no other group
     body.push(1); // LOOKUP
     body.extend_from_slice(&1u64.to_be_bytes());
     body.extend_from_slice(&((NAME_LEN_MAX + 1) as u16).to_be_bytes());
@@ -193,6 +198,14 @@ fn hostile_lengths_are_refused_before_allocation() {
     let err = Frame::decode_body(&body).unwrap_err();
     assert_eq!(err.fs_error(), FsError::NameTooLong);
     assert_eq!(Frame::request_id_of(&body), Some(0));
+
+    // A caller announcing more groups than GROUPS_MAX is refused before they are read.
+    let mut body = vec![0u8; 8];
+    body.push(1);
+    body.extend_from_slice(&[0; 8]);
+    body.push(GROUPS_MAX as u8 + 1);
+    body.extend(std::iter::repeat_n(0u8, 4 * (GROUPS_MAX + 1) + 1));
+    assert!(matches!(Frame::decode_body(&body), Err(DecodeError::TooLong { what: "group count", at: 17, .. })));
 }
 
 #[test]

@@ -17,6 +17,8 @@
 //! - [`revocation`]: the retag journal that finishes a `chmod`'s revocation on an OSD that
 //!   was unreachable when it ran; [`periodic`]: the background threads that retry it and
 //!   probe the OSDs.
+//! - [`access`]: POSIX's permission rules (owner, group, other; sticky; who may chmod and
+//!   chown) against the user a request names; `server/authorize.rs` applies them per request.
 //! - [`server`]: [`Mds`], one server: request dispatch, routing checks, OSD steps, peer calls.
 //! - [`peer`]: the connection to a peer server (the shared `MdsConnection`, also for tests and tools).
 //! - [`tcp`]: the TCP front, one event loop that reads every connection and runs creates,
@@ -25,6 +27,7 @@
 //!
 //! `docs/metadata.md` gives the schema, the split across servers and every decision.
 
+pub mod access;
 pub mod checkpoint;
 pub mod commit;
 pub mod conn;

@@ -315,18 +315,17 @@ impl CredentialSource for OwnCredentials {
     }
 }
 
-/// What a client may do with a file's objects, from the file's mode bits. Tessera's metadata
-/// server does not authenticate users yet, so the bits apply to everyone: any read bit allows
-/// reading, any write bit writing. Attributes may always be read (a file's size comes from
+/// What a client may do with a file's objects, from the r/w/x bits the file's mode gives its
+/// caller (`access::file_bits`). Attributes may always be read (a file's size comes from
 /// them), and FLUSH (OBJ_MGMT; on a user object it allows nothing else) may always be sent:
 /// it changes no byte, and a handle that wrote before a `chmod a-w` must still be able to make
 /// those writes durable (fsync has no EACCES in POSIX).
-pub fn file_permissions(mode: u32) -> Permissions {
+pub fn file_permissions(bits: u32) -> Permissions {
     let mut p = Permissions::GET_ATTR | Permissions::OBJ_MGMT;
-    if mode & 0o444 != 0 {
+    if bits & crate::access::READ != 0 {
         p = p | Permissions::READ;
     }
-    if mode & 0o222 != 0 {
+    if bits & crate::access::WRITE != 0 {
         p = p | Permissions::WRITE | Permissions::APPEND | Permissions::SET_ATTR;
     }
     p

@@ -17,10 +17,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tessera_mds_proto::request::NewInode;
-use tessera_mds_proto::{Attr, ClusterMap, DirEntry, FileLayout, FileType, FsError, InodeId, ObjectRef, Reply, Request, StripeHint, Timespec};
+use tessera_mds_proto::{Attr, Caller, ClusterMap, DirEntry, FileLayout, FileType, FsError, InodeId, ObjectRef, Reply, Request, StripeHint, Timespec};
 use tessera_security::clock::now_ms;
 use thiserror::Error;
 
+use crate::access;
 use crate::commit::Pending;
 use crate::db::DbError;
 use crate::health::{OsdHealth, Prober, Watched};
@@ -36,6 +37,7 @@ use crate::security::{file_permissions, fresh_policy_tag, SecurityManager};
 use crate::store::files::{self, CreateError, StripePolicy};
 use crate::store::{InodeRow, Store};
 
+mod authorize;
 mod split_repair;
 
 /// Directory levels a rename walks up looking for a loop; deeper trees get EIO rather than
@@ -279,7 +281,8 @@ impl Mds {
         let addr = self.config.cluster.servers.get(server as usize).ok_or(FsError::Stale)?;
         let mut slot = self.peers[server as usize].lock().unwrap_or_else(|p| p.into_inner());
         let connect = || {
-            MdsConnection::connect_with_timeout(addr.as_str(), PEER_TIMEOUT).map_err(|e| {
+            // Its own steps: each was authorized where it began, for the client that asked.
+            MdsConnection::connect_with_timeout(addr.as_str(), PEER_TIMEOUT).map(|c| c.with_caller(Caller::ROOT)).map_err(|e| {
                 tracing::warn!(server, %e, "cannot reach peer MDS");
                 FsError::PeerDown
             })
@@ -370,7 +373,12 @@ impl Mds {
 
     /// Answers one request, waiting until what it changed is durable.
     pub fn handle(&self, request: Request) -> Result<Reply, FsError> {
-        match self.answer(request) {
+        self.handle_as(&Caller::ROOT, request)
+    }
+
+    /// Answers `request` once `caller` is found to be allowed it (`server/authorize.rs`).
+    pub fn handle_as(&self, caller: &Caller, request: Request) -> Result<Reply, FsError> {
+        match self.answer(caller, request) {
             Answer::Now(reply) => reply,
             Answer::WhenDurable(pending, reply) => {
                 self.ns.wait(pending)?;
@@ -381,10 +389,13 @@ impl Mds {
 
     /// Answers one request; a create's reply is returned with the durability it waits for,
     /// so that the caller can wait for it ([`Mds::wait_durable`]) together with others.
-    pub fn answer(&self, request: Request) -> Answer {
+    pub fn answer(&self, caller: &Caller, request: Request) -> Answer {
+        if let Err(e) = self.authorize(caller, &request) {
+            return Answer::Now(Err(e));
+        }
         match request {
             Request::Create { parent, name, new, stripe } => self.create(parent, &name, &new, stripe),
-            other => Answer::Now(self.handle_now(other)),
+            other => Answer::Now(self.handle_now(caller, other)),
         }
     }
 
@@ -394,12 +405,16 @@ impl Mds {
     /// including a create that finds a pool empty (the refill calls the OSDs) or an OSD not yet
     /// checked against the store (`fence.rs`), comes back to be
     /// answered by [`Mds::handle`] on a thread that may block.
-    pub fn answer_without_blocking(&self, request: Request) -> Result<Answer, Request> {
+    pub fn answer_without_blocking(&self, caller: &Caller, request: Request) -> Result<Answer, Request> {
         let (parent, name, new, stripe) = match request {
             Request::Create { parent, name, new, stripe } => (parent, name, new, stripe),
             Request::ClusterMap => return Ok(Answer::Now(Ok(Reply::ClusterMap(self.config.cluster.clone())))),
             other => return Err(other),
         };
+        // A snapshot read, which never waits on the writer.
+        if let Err(e) = self.authorize(caller, &Request::Create { parent, name: String::new(), new, stripe }) {
+            return Ok(Answer::Now(Err(e)));
+        }
         match self.create_once(parent, &name, &new, stripe) {
             CreateTry::Answered(answer) => Ok(answer),
             CreateTry::PoolEmpty(..) | CreateTry::Unchecked(..) => Err(Request::Create { parent, name, new, stripe }),
@@ -413,7 +428,7 @@ impl Mds {
     }
 
     /// Every request but create, answered once durable.
-    fn handle_now(&self, request: Request) -> Result<Reply, FsError> {
+    fn handle_now(&self, caller: &Caller, request: Request) -> Result<Reply, FsError> {
         use Request as R;
         match request {
             R::Lookup { parent, name } => self.lookup(parent, &name).map(Reply::Attr),
@@ -422,7 +437,7 @@ impl Mds {
             R::Mkdir { parent, name, new } => self.mkdir(parent, &name, &new).map(Reply::Attr),
             R::Rmdir { parent, name } => self.rmdir(parent, &name).map(|()| Reply::Done),
             // `answer` routes creates to `create`; this only keeps the match whole.
-            R::Create { parent, name, new, stripe } => self.handle(R::Create { parent, name, new, stripe }),
+            R::Create { parent, name, new, stripe } => self.handle_as(caller, R::Create { parent, name, new, stripe }),
             R::Unlink { parent, name } => {
                 let objects = self.ns.write(|s| s.unlink(parent, &name, now()))?;
                 self.remove_objects(&objects);
@@ -437,7 +452,7 @@ impl Mds {
             R::ReadLink { ino } => self.ns.read(|s| s.readlink(ino)).map(Reply::Link),
             R::ReadDir { dir, after, max_entries } => self.readdir(dir, after.as_deref(), max_entries),
             R::Truncate { ino, size } => self.truncate(ino, size).map(Reply::Attr),
-            R::GetLayout { ino } => self.layout_with_grant(ino),
+            R::GetLayout { ino } => self.layout_with_grant(caller, ino),
             R::SetDirStripe { dir, hint } => {
                 if let Some(h) = &hint {
                     files::resolve(h, self.osd_count(), &[], 0)?;
@@ -595,7 +610,7 @@ impl Mds {
                 // As open(O_CREAT) hands the creator a read-write descriptor whatever the new
                 // file's mode (install -m 444, git's objects): the creator's first credentials
                 // allow writing; refreshed ones follow the mode.
-                let reply = self.grant(&f.layout, &f.policy_tags, f.row.mode | 0o600).map(|grant| Reply::Created { attr: f.row.attr(0), layout: f.layout, grant });
+                let reply = self.grant(&f.layout, &f.policy_tags, access::READ | access::WRITE).map(|grant| Reply::Created { attr: f.row.attr(0), layout: f.layout, grant });
                 CreateTry::Answered(Answer::WhenDurable(pending, reply))
             }
             Err(CreateError::PoolEmpty(osds)) => CreateTry::PoolEmpty(pending, osds),
@@ -604,18 +619,20 @@ impl Mds {
         }
     }
 
-    /// Credentials for a layout's objects under the file's mode; none without security.
-    fn grant(&self, layout: &FileLayout, policy_tags: &[u32], mode: u32) -> Result<tessera_mds_proto::Grant, FsError> {
+    /// Credentials for a layout's objects allowing what `bits` (r, w, x) allow; none without
+    /// security.
+    fn grant(&self, layout: &FileLayout, policy_tags: &[u32], bits: u32) -> Result<tessera_mds_proto::Grant, FsError> {
         match &self.config.security {
-            Some(manager) => manager.grant(&layout.objects, policy_tags, file_permissions(mode), now_ms()),
+            Some(manager) => manager.grant(&layout.objects, policy_tags, file_permissions(bits), now_ms()),
             None => Ok(Vec::new()),
         }
     }
 
-    /// GetLayout: the layout, and fresh credentials for it, from one snapshot.
-    fn layout_with_grant(&self, ino: InodeId) -> Result<Reply, FsError> {
-        let (layout, tags, mode) = self.ns.read(|s| Ok((s.layout(ino)?, s.policy_tags(ino)?, s.inode(ino)?.mode)))?;
-        let grant = self.grant(&layout, &tags, mode)?;
+    /// GetLayout: the layout, and fresh credentials for what the file's mode allows `caller`,
+    /// from one snapshot.
+    fn layout_with_grant(&self, caller: &Caller, ino: InodeId) -> Result<Reply, FsError> {
+        let (layout, tags, bits) = self.ns.read(|s| Ok((s.layout(ino)?, s.policy_tags(ino)?, access::file_bits(caller, &s.inode(ino)?))))?;
+        let grant = self.grant(&layout, &tags, bits)?;
         Ok(Reply::Layout { layout, grant })
     }
 
@@ -771,8 +788,8 @@ impl Mds {
     }
 
     /// Sets every object's length. A file without write bits cannot be truncated, the same
-    /// rule its capabilities enforce for writes (the MDS knows no users yet: the bits apply to
-    /// everyone).
+    /// rule its capabilities enforce for writes: for the superuser, a write bit in any class
+    /// (other callers' class was checked by `authorize`).
     ///
     /// All or nothing, as far as an OSD failure goes: every object must answer first (an OSD
     /// already down fails the truncate with nothing changed), and the lengths are journaled

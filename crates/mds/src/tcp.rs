@@ -275,15 +275,15 @@ impl Front {
 
     /// Answers one request: at once, after the next round (a create), or on a worker.
     fn dispatch(&mut self, key: usize, body: Vec<u8>) {
-        let (request_id, request) = match Frame::decode_body(&body) {
-            Ok(Frame { request_id, message: Message::Request(request) }) => (request_id, request),
+        let (request_id, caller, request) = match Frame::decode_body(&body) {
+            Ok(Frame { request_id, message: Message::Request(caller, request) }) => (request_id, caller, request),
             Ok(Frame { request_id, message: Message::Reply(_) }) => return self.send(key, &encode(request_id, Err(FsError::Protocol))),
             Err(e) => match Frame::request_id_of(&body) {
                 Some(id) => return self.send(key, &encode(id, Err(e.fs_error()))),
                 None => return self.close(key),
             },
         };
-        match self.mds.answer_without_blocking(request) {
+        match self.mds.answer_without_blocking(&caller, request) {
             Ok(Answer::Now(result)) => self.send(key, &encode(request_id, result)),
             Ok(Answer::WhenDurable(pending, result)) => {
                 if let Some(slot) = self.conns.get_mut(&key) {
@@ -298,7 +298,7 @@ impl Front {
                 self.at_workers += 1;
                 let (mds, back, poller) = (self.mds.clone(), self.back_tx.clone(), self.poller.clone());
                 self.workers.run(move || {
-                    let result = catch_unwind(AssertUnwindSafe(|| mds.handle(request))).unwrap_or_else(|_| {
+                    let result = catch_unwind(AssertUnwindSafe(|| mds.handle_as(&caller, request))).unwrap_or_else(|_| {
                         tracing::error!("an MDS request panicked; answering EIO");
                         Err(FsError::Io)
                     });

@@ -138,7 +138,7 @@ fn a_pipelining_client_gets_every_reply_in_order() {
         } else {
             Request::Create { parent: InodeId::ROOT, name: format!("p{i}"), new: NEW, stripe: None }
         };
-        bytes.extend_from_slice(&encode_frame(&Frame { request_id: 1000 + i, message: Message::Request(request) }));
+        bytes.extend_from_slice(&encode_frame(&Frame { request_id: 1000 + i, message: Message::Request(Caller::ROOT, request) }));
         sent.push(1000 + i);
     }
     s.write_all(&bytes).unwrap();
@@ -179,7 +179,7 @@ fn a_client_that_stops_reading_holds_up_no_one_else() {
         let mut bytes = Vec::new();
         for i in 0..PIPELINED {
             let request = Request::Create { parent: InodeId::ROOT, name: format!("slow{i}"), new: NEW, stripe: None };
-            bytes.extend_from_slice(&encode_frame(&Frame { request_id: i, message: Message::Request(request) }));
+            bytes.extend_from_slice(&encode_frame(&Frame { request_id: i, message: Message::Request(Caller::ROOT, request) }));
         }
         writer.write_all(&bytes).unwrap();
     });

@@ -151,7 +151,8 @@ fn move_directory(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<
         Err(e) if e.fs_error() == Some(FsError::NotFound) => {}
         Err(e) => return Err(e.into()),
     }
-    client.mkdir_owned(to, attr.mode, attr.uid, attr.gid).with_context(|| format!("making {to} on another metadata server"))?;
+    let (uid, gid) = kept_owner(client, attr);
+    client.mkdir_owned(to, attr.mode, uid, gid).with_context(|| format!("making {to} on another metadata server"))?;
     let mut moved = 0;
     let filled = (|| {
         for entry in client.readdir(from)? {
@@ -243,6 +244,15 @@ fn copy_then_remove(client: &Client, from: &str, to: &str, attr: &Attr) -> Resul
     Ok(client.unlink(from)?)
 }
 
+/// The owner and group a copy keeps, as mv(1) between file systems: the original's where the
+/// caller may give them (the superuser always; others a group they are in), else the caller's.
+fn kept_owner(client: &Client, attr: &Attr) -> (u32, u32) {
+    let me = client.caller();
+    let uid = if me.is_root() { attr.uid } else { me.uid };
+    let gid = if me.is_root() || me.in_group(attr.gid) { attr.gid } else { me.gid };
+    (uid, gid)
+}
+
 /// Copies a regular file's bytes, owner, mode, times and striping; stripes of zeros stay
 /// holes. A move needs no permission on the file itself (rename(2) needs none): a source
 /// without read permission is given it for the copy (it is being moved; a failed move puts
@@ -259,7 +269,8 @@ fn copy_file(client: &Client, from: &str, to: &str, attr: &Attr, interrupt: &Int
         }
     }
     copied?;
-    client.chown(to, Some(attr.uid), Some(attr.gid))?;
+    let (uid, gid) = kept_owner(client, attr);
+    client.chown(to, Some(uid), Some(gid))?;
     client.chmod(to, attr.mode)?;
     client.set_times(to, Some(attr.atime), Some(attr.mtime))?;
     Ok(())

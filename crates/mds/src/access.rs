@@ -1,0 +1,200 @@
+//! Who may do what: POSIX's permission rules on an inode's owner, group and mode bits, against
+//! the [`Caller`] a request names. Pure functions of rows; `server/authorize.rs` reads the rows
+//! and applies them to each request.
+//!
+//! The superuser passes every directory check and every owner check, as Linux's
+//! CAP_DAC_OVERRIDE and CAP_FOWNER do. For a file's data it is granted a read or write bit when
+//! any of the three classes has it (as Linux treats execute for root), so `chmod a-w` still
+//! stops root's writes, the rule capabilities enforced before users were known.
+
+use tessera_mds_proto::request::NewInode;
+use tessera_mds_proto::{Attr, Caller, FsError, SetAttrs};
+
+use crate::store::InodeRow;
+
+/// An inode's owner, group and mode, as a stored row or another server's attributes give them.
+pub trait Owned {
+    fn uid(&self) -> u32;
+    fn gid(&self) -> u32;
+    fn mode(&self) -> u32;
+}
+
+impl Owned for InodeRow {
+    fn uid(&self) -> u32 {
+        self.uid
+    }
+    fn gid(&self) -> u32 {
+        self.gid
+    }
+    fn mode(&self) -> u32 {
+        self.mode
+    }
+}
+
+impl Owned for Attr {
+    fn uid(&self) -> u32 {
+        self.uid
+    }
+    fn gid(&self) -> u32 {
+        self.gid
+    }
+    fn mode(&self) -> u32 {
+        self.mode
+    }
+}
+
+/// Permission bits in one class's position (r, w, x).
+pub const READ: u32 = 4;
+pub const WRITE: u32 = 2;
+/// Execute, or search for a directory: what walking through it needs.
+pub const SEARCH: u32 = 1;
+
+/// The sticky bit: in such a directory only an entry's owner, the directory's owner or the
+/// superuser may remove or rename the entry (/tmp).
+const STICKY: u32 = 0o1000;
+
+/// The three bits of the class `caller` falls in: owner, else group, else other.
+fn class_bits(caller: &Caller, inode: &impl Owned) -> u32 {
+    let mode = inode.mode();
+    if caller.uid == inode.uid() {
+        (mode >> 6) & 7
+    } else if caller.in_group(inode.gid()) {
+        (mode >> 3) & 7
+    } else {
+        mode & 7
+    }
+}
+
+/// What `caller` may do with a file's data, as r/w/x bits: the capabilities the metadata
+/// server grants for its objects follow them.
+pub fn file_bits(caller: &Caller, inode: &impl Owned) -> u32 {
+    let mode = inode.mode();
+    match caller.is_root() {
+        true => (mode | mode >> 3 | mode >> 6) & 7,
+        false => class_bits(caller, inode),
+    }
+}
+
+/// EACCES unless `caller` has every bit of `want` on the inode (the superuser always has).
+pub fn check(caller: &Caller, inode: &impl Owned, want: u32) -> Result<(), FsError> {
+    match caller.is_root() || class_bits(caller, inode) & want == want {
+        true => Ok(()),
+        false => Err(FsError::Access),
+    }
+}
+
+/// EPERM unless `caller` owns the inode or is the superuser: what chmod and utimes need.
+pub fn owns(caller: &Caller, inode: &impl Owned) -> Result<(), FsError> {
+    match caller.is_root() || caller.uid == inode.uid() {
+        true => Ok(()),
+        false => Err(FsError::NotPermitted),
+    }
+}
+
+/// Whether a sticky directory lets `caller` remove or rename an entry owned by `entry_uid`
+/// (write and search permission on the directory are checked apart).
+pub fn sticky_allows(caller: &Caller, dir: &impl Owned, entry_uid: u32) -> bool {
+    dir.mode() & STICKY == 0 || caller.is_root() || caller.uid == dir.uid() || caller.uid == entry_uid
+}
+
+/// Whether the sticky rule needs the entry's owner at all.
+pub fn sticky_applies(caller: &Caller, dir: &impl Owned) -> bool {
+    !sticky_allows(caller, dir, u32::MAX)
+}
+
+/// A new inode may be owned by its caller and one of the caller's groups; only the superuser
+/// makes inodes for others (`tessera mv` between servers keeps a tree's owners that way).
+pub fn new_owner(caller: &Caller, new: &NewInode) -> Result<(), FsError> {
+    match caller.is_root() || (new.uid == caller.uid && caller.in_group(new.gid)) {
+        true => Ok(()),
+        false => Err(FsError::NotPermitted),
+    }
+}
+
+/// chmod, chown and utimes, as Linux's setattr allows them: the mode and the times by the owner;
+/// the owner only by the superuser (a change to the same owner is no change); the group by the
+/// owner to one of its own groups. The superuser may do all of it.
+pub fn setattr(caller: &Caller, row: &impl Owned, changes: &SetAttrs) -> Result<(), FsError> {
+    if caller.is_root() {
+        return Ok(());
+    }
+    let gives_away = changes.uid.is_some_and(|uid| uid != row.uid());
+    let regroups = changes.gid.is_some_and(|gid| gid != row.gid());
+    if gives_away || (regroups && !changes.gid.is_some_and(|gid| caller.in_group(gid))) {
+        return Err(FsError::NotPermitted);
+    }
+    if changes.mode.is_some() || changes.atime.is_some() || changes.mtime.is_some() || regroups {
+        owns(caller, row)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_mds_proto::{FileType, InodeId, Timespec};
+
+    fn row(uid: u32, gid: u32, mode: u32) -> InodeRow {
+        let t = Timespec { secs: 0, nanos: 0 };
+        InodeRow { ino: InodeId(2), kind: FileType::Directory, mode, uid, gid, atime: t, mtime: t, ctime: t, parent: InodeId::ROOT, symlink: None, subdirs: 0 }
+    }
+
+    const ALICE: fn() -> Caller = || Caller { uid: 1000, gid: 1000, groups: vec![50] };
+
+    #[test]
+    fn the_class_is_owner_then_group_then_other_and_the_first_match_decides() {
+        let alice = ALICE();
+        assert_eq!(check(&alice, &row(1000, 7, 0o077), READ), Err(FsError::Access), "an owner without bits is refused, whatever the others have");
+        assert_eq!(check(&alice, &row(1, 50, 0o740), READ), Ok(()), "a supplementary group counts");
+        assert_eq!(check(&alice, &row(1, 1000, 0o704), READ), Err(FsError::Access), "a group without bits is refused, whatever other has");
+        assert_eq!(check(&alice, &row(1, 2, 0o003), WRITE | SEARCH), Ok(()));
+        assert_eq!(check(&alice, &row(1, 2, 0o002), WRITE | SEARCH), Err(FsError::Access), "every wanted bit is needed");
+        assert_eq!(check(&Caller::ROOT, &row(1, 2, 0o000), READ | WRITE | SEARCH), Ok(()));
+    }
+
+    #[test]
+    fn the_superuser_gets_a_data_bit_that_any_class_has() {
+        assert_eq!(file_bits(&Caller::ROOT, &row(1, 2, 0o004)), READ);
+        assert_eq!(file_bits(&Caller::ROOT, &row(1, 2, 0o444)), READ, "no class may write, so root may not either");
+        assert_eq!(file_bits(&ALICE(), &row(1000, 2, 0o466)), READ);
+    }
+
+    #[test]
+    fn only_owners_change_modes_and_times_and_only_root_gives_files_away() {
+        let alice = ALICE();
+        let mine = row(1000, 1000, 0o644);
+        let bobs = row(2000, 2000, 0o666);
+        let mode = SetAttrs { mode: Some(0o600), ..SetAttrs::default() };
+        assert_eq!(setattr(&alice, &mine, &mode), Ok(()));
+        assert_eq!(setattr(&alice, &bobs, &mode), Err(FsError::NotPermitted), "write permission is not ownership");
+        let times = SetAttrs { mtime: Some(Timespec { secs: 5, nanos: 0 }), ..SetAttrs::default() };
+        assert_eq!(setattr(&alice, &bobs, &times), Err(FsError::NotPermitted));
+        assert_eq!(setattr(&alice, &mine, &SetAttrs { uid: Some(2000), ..SetAttrs::default() }), Err(FsError::NotPermitted));
+        assert_eq!(setattr(&alice, &mine, &SetAttrs { uid: Some(1000), ..SetAttrs::default() }), Ok(()), "chown to oneself changes nothing");
+        assert_eq!(setattr(&alice, &mine, &SetAttrs { gid: Some(50), ..SetAttrs::default() }), Ok(()));
+        assert_eq!(setattr(&alice, &mine, &SetAttrs { gid: Some(51), ..SetAttrs::default() }), Err(FsError::NotPermitted));
+        assert_eq!(setattr(&alice, &bobs, &SetAttrs { gid: Some(50), ..SetAttrs::default() }), Err(FsError::NotPermitted));
+        assert_eq!(setattr(&Caller::ROOT, &bobs, &SetAttrs { uid: Some(1), gid: Some(1), ..mode }), Ok(()));
+    }
+
+    #[test]
+    fn a_sticky_directory_keeps_others_from_removing_an_entry() {
+        let alice = ALICE();
+        let tmp = row(0, 0, 0o1777);
+        assert!(sticky_allows(&alice, &tmp, 1000));
+        assert!(!sticky_allows(&alice, &tmp, 2000));
+        assert!(sticky_applies(&alice, &tmp));
+        assert!(!sticky_applies(&alice, &row(1000, 0, 0o1777)), "the directory's owner may remove anything in it");
+        assert!(!sticky_applies(&alice, &row(0, 0, 0o777)));
+        assert!(!sticky_applies(&Caller::ROOT, &tmp));
+    }
+
+    #[test]
+    fn new_inodes_belong_to_their_caller() {
+        let alice = ALICE();
+        assert_eq!(new_owner(&alice, &NewInode { mode: 0o644, uid: 1000, gid: 50 }), Ok(()));
+        assert_eq!(new_owner(&alice, &NewInode { mode: 0o644, uid: 0, gid: 1000 }), Err(FsError::NotPermitted));
+        assert_eq!(new_owner(&alice, &NewInode { mode: 0o644, uid: 1000, gid: 0 }), Err(FsError::NotPermitted));
+        assert_eq!(new_owner(&Caller::ROOT, &NewInode { mode: 0o644, uid: 1000, gid: 0 }), Ok(()));
+    }
+}

@@ -1,0 +1,129 @@
+//! The permission check every request passes before it runs, for the [`Caller`] its frame
+//! names (`access.rs` has the rules). The superuser's requests skip it, so the benchmarks' and
+//! the servers' own paths cost nothing more.
+//!
+//! The rows are read in a snapshot just before the operation's own step: an operation that
+//! races a chmod of the same directory is ordered before it, as it would be had it arrived a
+//! moment sooner.
+
+use tessera_mds_proto::request::NewInode;
+use tessera_mds_proto::{Caller, FileType, FsError, InodeId, Request};
+
+use super::Mds;
+use crate::access::{self, READ, SEARCH, WRITE};
+use crate::store::{InodeRow, Store};
+
+impl Mds {
+    /// EACCES or EPERM when `caller` may not make `request`; Ok otherwise, including when
+    /// the request will fail for another reason (the operation then answers that).
+    pub(super) fn authorize(&self, caller: &Caller, request: &Request) -> Result<(), FsError> {
+        if caller.is_root() {
+            return Ok(());
+        }
+        use Request as R;
+        match request {
+            R::Lookup { parent, .. } => self.ns.read(|s| in_dir(s, caller, *parent, SEARCH).map(drop)),
+            R::ReadDir { dir, .. } => self.ns.read(|s| in_dir(s, caller, *dir, READ).map(drop)),
+            R::Mkdir { parent, new, .. } | R::Create { parent, new, .. } | R::Symlink { parent, new, .. } => {
+                self.ns.read(|s| may_add(s, caller, *parent, new))
+            }
+            R::Unlink { parent, name } | R::Rmdir { parent, name } => self.may_remove(caller, *parent, name).map(drop),
+            R::Rename { src_parent, src_name, dst_parent, dst_name } => self.may_rename(caller, *src_parent, src_name, *dst_parent, dst_name),
+            R::SetAttr { ino, changes } => self.ns.read(|s| access::setattr(caller, &s.inode(*ino)?, changes)),
+            R::Truncate { ino, .. } => self.ns.read(|s| match access::file_bits(caller, &s.inode(*ino)?) & WRITE {
+                0 => Err(FsError::Access),
+                _ => Ok(()),
+            }),
+            R::SetDirStripe { dir, .. } => self.ns.read(|s| access::owns(caller, &s.inode(*dir)?)),
+            // Repair removes what it judges orphaned; the Peer requests are the servers' own
+            // steps, each checked where it began.
+            R::Repair { .. } | R::PeerCreateDir { .. } | R::PeerRemoveDir { .. } | R::PeerRenameLock { .. } | R::PeerHasEntry { .. } => {
+                Err(FsError::NotPermitted)
+            }
+            // A stat or readlink needs only the walk to it (each Lookup searched a directory);
+            // an open (GetLayout) is granted what the file's mode allows the caller.
+            R::GetAttr { .. }
+            | R::ReadLink { .. }
+            | R::GetLayout { .. }
+            | R::GetDirStripe { .. }
+            | R::StatFs
+            | R::ClusterMap
+            | R::OsdUsage
+            | R::OsdsDown
+            | R::PeersDown => Ok(()),
+        }
+    }
+
+    /// Write and search permission on `parent`, and the sticky rule for the entry `name`.
+    /// Returns the directory's row. A directory entry may name an inode on another server
+    /// (a subdirectory), whose owner is then asked of that server.
+    fn may_remove(&self, caller: &Caller, parent: InodeId, name: &str) -> Result<InodeRow, FsError> {
+        let me = self.server_index();
+        let (dir, entry) = self.ns.read(|s| {
+            let dir = in_dir(s, caller, parent, WRITE | SEARCH)?;
+            let entry = match access::sticky_applies(caller, &dir) {
+                true => Some(s.lookup(parent, name)?),
+                false => None,
+            };
+            let local = match &entry {
+                Some(e) if e.ino.server() == me => Some(s.inode(e.ino)?.uid),
+                _ => None,
+            };
+            Ok((dir, entry.map(|e| (e.ino, local))))
+        })?;
+        let Some((ino, local)) = entry else { return Ok(dir) };
+        let owner = match local {
+            Some(uid) => uid,
+            None => self.peer_attr(ino)?.uid,
+        };
+        match access::sticky_allows(caller, &dir, owner) {
+            true => Ok(dir),
+            false => Err(FsError::NotPermitted),
+        }
+    }
+
+    /// rename(2)'s checks: removing the source's entry and adding the destination's (both
+    /// directories are on this server, or the rename answers EXDEV), replacing what the
+    /// destination names under its directory's sticky rule, and, for a directory moving to
+    /// another parent, write permission on the directory itself (its `..` changes).
+    fn may_rename(&self, caller: &Caller, src_parent: InodeId, src_name: &str, dst_parent: InodeId, dst_name: &str) -> Result<(), FsError> {
+        if src_parent.server() != dst_parent.server() {
+            return Ok(());
+        }
+        self.may_remove(caller, src_parent, src_name)?;
+        let replaces = self.ns.read(|s| {
+            in_dir(s, caller, dst_parent, WRITE | SEARCH)?;
+            Ok(s.lookup(dst_parent, dst_name).is_ok())
+        })?;
+        if replaces {
+            self.may_remove(caller, dst_parent, dst_name)?;
+        }
+        if src_parent != dst_parent {
+            let moved = self.ns.read(|s| s.lookup(src_parent, src_name))?;
+            if moved.kind == FileType::Directory {
+                match moved.ino.server() == self.server_index() {
+                    true => access::check(caller, &self.ns.read(|s| s.inode(moved.ino))?, WRITE)?,
+                    false => access::check(caller, &self.peer_attr(moved.ino)?, WRITE)?,
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The directory `dir`'s row once `caller` is found to have `want` on it; ENOTDIR before
+/// EACCES, as a walk meets them.
+fn in_dir(s: &Store, caller: &Caller, dir: InodeId, want: u32) -> Result<InodeRow, FsError> {
+    let row = s.inode(dir)?;
+    if row.kind != FileType::Directory {
+        return Err(FsError::NotDir);
+    }
+    access::check(caller, &row, want)?;
+    Ok(row)
+}
+
+/// A new entry in `parent`: write and search permission, and an owner the caller may give it.
+fn may_add(s: &Store, caller: &Caller, parent: InodeId, new: &NewInode) -> Result<(), FsError> {
+    in_dir(s, caller, parent, WRITE | SEARCH)?;
+    access::new_owner(caller, new)
+}
