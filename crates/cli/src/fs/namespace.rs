@@ -197,6 +197,8 @@ pub fn ls(args: LsArgs) -> Result<()> {
     let mut pending: Vec<(String, Option<Dir>)> = dirs.into_iter().rev().map(|d| (d.clone(), None)).collect();
     let mut listed = 0;
     while let Some((dir, handle)) = pending.pop() {
+        // A directory named on the command line has no handle yet; one found by -R has.
+        let operand = handle.is_none();
         let handle = match handle {
             Some(h) => Ok(h),
             None => client.open_dir(&dir),
@@ -219,6 +221,7 @@ pub fn ls(args: LsArgs) -> Result<()> {
             Err(e) => {
                 eprintln!("tessera: ls: {e}");
                 failed += 1;
+                unreadable_operands += usize::from(operand);
             }
         }
     }

@@ -1,0 +1,128 @@
+//! Goal: a `tessera` command acts for the user who runs it. What it makes is that user's, and
+//! another user's private directory and file stay closed to it, with messages a person can
+//! act on. Method: `tessera up` as root, then client commands run as a real process with uid
+//! and gid 1000 (set before exec), from a copy of the binary in a directory that user may
+//! read, as an installed `tessera` would be.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{run, tessera_exe};
+
+const USER: u32 = 1000;
+
+/// A cluster started with `tessera up` (stopped on drop), in a directory every user may read.
+struct Shared {
+    dir: tempfile::TempDir,
+}
+
+impl Shared {
+    fn start() -> Shared {
+        let dir = tempfile::Builder::new().prefix("tessera-users-").tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = dir.path().join("cluster");
+        let out = run(&["up", "--dir", path.to_str().unwrap(), "--osds", "2"], None);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(path.join("cluster.toml"), std::fs::Permissions::from_mode(0o644)).unwrap();
+        let exe = dir.path().join("tessera");
+        std::fs::copy(tessera_exe(), &exe).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Shared { dir }
+    }
+
+    fn cluster_file(&self) -> PathBuf {
+        self.dir.path().join("cluster/cluster.toml")
+    }
+
+    fn as_root(&self, args: &[&str]) -> Output {
+        let out = run(args, Some(&self.cluster_file()));
+        assert!(out.status.success(), "`tessera {}`: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+        out
+    }
+
+    /// Runs `tessera ARGS` as uid and gid [`USER`] (std drops root's supplementary groups).
+    fn as_user(&self, args: &[&str]) -> Output {
+        Command::new(self.dir.path().join("tessera"))
+            .args(args)
+            .env("TESSERA_CLUSTER", self.cluster_file())
+            .env("HOME", self.dir.path())
+            .current_dir(self.dir.path())
+            .uid(USER)
+            .gid(USER)
+            .output()
+            .unwrap()
+    }
+
+    fn user_fails(&self, args: &[&str]) -> String {
+        let out = self.as_user(args);
+        assert!(!out.status.success(), "`tessera {}` as uid {USER} should fail: {}", args.join(" "), String::from_utf8_lossy(&out.stdout));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    fn user_ok(&self, args: &[&str]) -> String {
+        let out = self.as_user(args);
+        assert!(out.status.success(), "`tessera {}` as uid {USER}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn local(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        run(&["down", "--dir", self.dir.path().join("cluster").to_str().unwrap()], None);
+    }
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn commands_act_for_the_user_who_runs_them() {
+    let c = Shared::start();
+    let input = c.local("input");
+    std::fs::write(&input, b"from the user").unwrap();
+    std::fs::set_permissions(&input, std::fs::Permissions::from_mode(0o644)).unwrap();
+    c.as_root(&["mkdir", "/pub", "/private"]);
+    c.as_root(&["chmod", "1777", "/pub"]);
+    c.as_root(&["chmod", "700", "/private"]);
+    c.as_root(&["put", path(&input), "/private/secret"]);
+    c.as_root(&["put", path(&input), "/pub/roots"]);
+
+    // What the user makes is the user's.
+    c.user_ok(&["put", path(&input), "/pub/mine"]);
+    c.user_ok(&["mkdir", "/pub/dir"]);
+    let listing = c.user_ok(&["ls", "-l", "/pub"]);
+    let owners: Vec<(String, String)> = listing
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 7).then(|| (f[f.len() - 1].to_string(), format!("{}:{}", f[2], f[3])))
+        })
+        .collect();
+    assert!(owners.contains(&("mine".into(), "1000:1000".into())), "{listing}");
+    assert!(owners.contains(&("dir".into(), "1000:1000".into())), "{listing}");
+    assert!(owners.contains(&("roots".into(), "0:0".into())), "{listing}");
+    assert_eq!(c.user_ok(&["cat", "/pub/mine"]), "from the user");
+
+    // Another user's private directory and its file stay closed.
+    assert!(c.user_fails(&["ls", "/private"]).contains("permission denied"));
+    assert_eq!(c.as_user(&["ls", "/private", "/pub"]).status.code(), Some(2), "as GNU ls: a directory named that cannot be read");
+    assert_eq!(c.as_user(&["ls", "-R", "/"]).status.code(), Some(1), "a directory found below, a minor problem");
+    assert!(c.user_fails(&["cat", "/private/secret"]).contains("permission denied"));
+    assert!(c.user_fails(&["put", path(&input), "/private/x"]).contains("permission denied"));
+    assert!(c.user_fails(&["chmod", "777", "/private"]).contains("operation not permitted"));
+    // /pub is sticky: root's file there is root's to remove.
+    assert!(c.user_fails(&["rm", "/pub/roots"]).contains("operation not permitted"));
+    let listing = String::from_utf8_lossy(&c.as_root(&["ls", "/private", "/pub"]).stdout).into_owned();
+    assert!(listing.contains("secret") && listing.contains("roots"), "nothing refused was changed: {listing}");
+    c.user_ok(&["rm", "-r", "/pub/mine", "/pub/dir"]);
+}
