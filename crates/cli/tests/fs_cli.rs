@@ -532,7 +532,7 @@ fn refused_commands_change_nothing_and_put_replaces_whole() {
     // or cp; once it has a write bit it is.
     c.ok(&["chmod", "444", "/f"]);
     let err = c.fails(&["put", newer.to_str().unwrap(), "/f"]);
-    assert!(err.contains("cannot put over /f: permission denied (its mode 0444 has no write bit"), "{err}");
+    assert!(err.contains("cannot put over /f: permission denied (mode 0444, owner 0:0, gives uid 0 no write permission; `tessera chmod u+w /f` first"), "{err}");
     let err = c.fails(&["cp", "/striped", "/f"]);
     assert!(err.contains("cannot cp over /f: permission denied"), "{err}");
     assert_eq!(c.ok(&["cat", "/f"]).stdout, b"precious local bytes");

@@ -120,6 +120,9 @@ fn commands_act_for_the_user_who_runs_them() {
     assert!(c.user_fails(&["cat", "/private/secret"]).contains("permission denied"));
     assert!(c.user_fails(&["put", path(&input), "/private/x"]).contains("permission denied"));
     assert!(c.user_fails(&["chmod", "777", "/private"]).contains("operation not permitted"));
+    // A copy over a file is a write to it: root's 0644 file is not the user's to replace.
+    let err = c.user_fails(&["put", path(&input), "/pub/roots"]);
+    assert!(err.contains("permission denied (mode 0644, owner 0:0, gives uid 1000 no write permission"), "{err}");
     // /pub is sticky: root's file there is root's to remove.
     assert!(c.user_fails(&["rm", "/pub/roots"]).contains("operation not permitted"));
     let listing = String::from_utf8_lossy(&c.as_root(&["ls", "/private", "/pub"]).stdout).into_owned();

@@ -57,6 +57,29 @@ impl Caller {
         self.uid == 0
     }
 
+    /// The r/w/x bits (4, 2, 1) of the class the caller falls in for an inode owned by
+    /// `uid`:`gid`: the owner's, else the group's, else the others'. The first class that
+    /// matches decides, even when it has fewer bits than the next.
+    pub fn class_bits(&self, uid: u32, gid: u32, mode: u32) -> u32 {
+        if self.uid == uid {
+            (mode >> 6) & 7
+        } else if self.in_group(gid) {
+            (mode >> 3) & 7
+        } else {
+            mode & 7
+        }
+    }
+
+    /// What the caller may do with a file's data, as r/w/x bits: its class's, or for the
+    /// superuser every bit some class has (as Linux treats execute for root), so `chmod a-w`
+    /// still stops root's writes. The metadata server grants capabilities by these.
+    pub fn data_bits(&self, uid: u32, gid: u32, mode: u32) -> u32 {
+        match self.is_root() {
+            true => (mode | mode >> 3 | mode >> 6) & 7,
+            false => self.class_bits(uid, gid, mode),
+        }
+    }
+
     /// Whether `gid` is the caller's primary or one of its supplementary groups.
     pub fn in_group(&self, gid: u32) -> bool {
         self.gid == gid || self.groups.contains(&gid)

@@ -53,26 +53,14 @@ pub const SEARCH: u32 = 1;
 /// superuser may remove or rename the entry (/tmp).
 const STICKY: u32 = 0o1000;
 
-/// The three bits of the class `caller` falls in: owner, else group, else other.
 fn class_bits(caller: &Caller, inode: &impl Owned) -> u32 {
-    let mode = inode.mode();
-    if caller.uid == inode.uid() {
-        (mode >> 6) & 7
-    } else if caller.in_group(inode.gid()) {
-        (mode >> 3) & 7
-    } else {
-        mode & 7
-    }
+    caller.class_bits(inode.uid(), inode.gid(), inode.mode())
 }
 
-/// What `caller` may do with a file's data, as r/w/x bits: the capabilities the metadata
-/// server grants for its objects follow them.
+/// What `caller` may do with a file's data, as r/w/x bits ([`Caller::data_bits`]): the
+/// capabilities the metadata server grants for its objects follow them.
 pub fn file_bits(caller: &Caller, inode: &impl Owned) -> u32 {
-    let mode = inode.mode();
-    match caller.is_root() {
-        true => (mode | mode >> 3 | mode >> 6) & 7,
-        false => class_bits(caller, inode),
-    }
+    caller.data_bits(inode.uid(), inode.gid(), inode.mode())
 }
 
 /// EACCES unless `caller` has every bit of `want` on the inode (the superuser always has).

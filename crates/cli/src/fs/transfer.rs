@@ -161,12 +161,18 @@ pub(super) fn store(client: &Client, source: Source<'_>, remote: &str, new_mode:
     let (target, mode) = match client.open(remote) {
         Ok(_) if hint.is_some() => bail!("{remote} exists and its layout is fixed; remove it first to restripe"),
         Ok(old) => {
-            let mode = client.lookup(remote)?.mode;
+            let attr = client.lookup(remote)?;
+            let mode = attr.mode;
             // The new file replaces the old by a rename, which the old one's mode does not
             // govern; but a copy over a file is a write to it, as cp(1) opens it for writing,
-            // so a file no one may write is refused as a write through a handle would be.
-            if mode & 0o222 == 0 {
-                bail!("cannot {} over {remote}: permission denied (its mode {:04o} has no write bit; `tessera chmod u+w {remote}` first, or remove it)", source.verb, mode & 0o7777);
+            // so a file the caller may not write is refused as a write through a handle would be.
+            let me = client.caller();
+            if me.data_bits(attr.uid, attr.gid, mode) & 0o2 == 0 {
+                let fix = match me.is_root() || me.uid == attr.uid {
+                    true => format!("`tessera chmod u+w {remote}` first, or remove it"),
+                    false => format!("it is uid {}'s; ask them, or remove it if its directory lets you", attr.uid),
+                };
+                bail!("cannot {} over {remote}: permission denied (mode {:04o}, owner {}:{}, gives uid {} no write permission; {fix})", source.verb, mode & 0o7777, attr.uid, attr.gid, me.uid);
             }
             let s = &old.layout().stripe;
             let same = StripeHint { stripe_unit: s.stripe_unit(), stripe_count: s.stripe_count(), start_osd: None };
