@@ -129,3 +129,40 @@ fn commands_act_for_the_user_who_runs_them() {
     assert!(listing.contains("secret") && listing.contains("roots"), "nothing refused was changed: {listing}");
     c.user_ok(&["rm", "-r", "/pub/mine", "/pub/dir"]);
 }
+
+/// Goal: a user who starts a cluster of their own may write in it at once: its root directory
+/// is theirs, as mke2fs made it before its `root_owner` option. Method: `tessera up`, `put`,
+/// `ls -l` and `down`, every one run as uid 1000 from a directory that user owns.
+#[test]
+fn a_user_who_starts_a_cluster_owns_its_root() {
+    let dir = tempfile::Builder::new().prefix("tessera-own-").tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = dir.path().join("tessera");
+    std::fs::copy(tessera_exe(), &exe).unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    std::os::unix::fs::chown(&home, Some(USER), Some(USER)).unwrap();
+    let input = home.join("input");
+    std::fs::write(&input, b"mine").unwrap();
+    let cluster = home.join("cluster");
+    let as_user = |args: &[&str]| -> Output {
+        let out = Command::new(&exe).args(args).env("TESSERA_CLUSTER", cluster.join("cluster.toml")).env("HOME", &home).current_dir(&home).uid(USER).gid(USER).output().unwrap();
+        assert!(out.status.success(), "`tessera {}` as uid {USER}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+        out
+    };
+    as_user(&["up", "--dir", path(&cluster), "--osds", "1"]);
+    let _down = Down(cluster.clone());
+    as_user(&["put", path(&input), "/file"]);
+    let root = String::from_utf8_lossy(&as_user(&["stat", "/"]).stdout).into_owned();
+    assert!(root.contains("owner: uid 1000 gid 1000"), "{root}");
+    as_user(&["down", "--dir", path(&cluster)]);
+}
+
+/// Stops a cluster with `tessera down` when dropped, even when a test fails.
+struct Down(PathBuf);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        run(&["down", "--dir", path(&self.0)], None);
+    }
+}

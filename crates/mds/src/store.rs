@@ -190,12 +190,15 @@ fn new_row(ino: InodeId, kind: FileType, new: &NewInode, parent: InodeId, now: T
 
 impl Store {
     /// Wraps the writer connection of an opened store ([`crate::db::open`]); server 0 makes the
-    /// root if it is missing.
+    /// root if it is missing, owned by the user the server runs as (mode 0755): a cluster a
+    /// user starts for themselves is theirs to write in, one started by root is root's, as
+    /// mke2fs made a root directory before its `root_owner` option.
     pub fn new(mut conn: Connection, server: u32, now: Timespec) -> Result<Store, FsError> {
         if server == 0 {
             let tx = conn.transaction().map_err(io)?;
             if load_inode(&tx, InodeId::ROOT) == Err(FsError::Stale) {
-                let root = new_row(InodeId::ROOT, FileType::Directory, &NewInode { mode: 0o755, uid: 0, gid: 0 }, InodeId::ROOT, now);
+                let me = tessera_mds_proto::Caller::of_process();
+                let root = new_row(InodeId::ROOT, FileType::Directory, &NewInode { mode: 0o755, uid: me.uid, gid: me.gid }, InodeId::ROOT, now);
                 insert_inode(&tx, &root, None)?;
             }
             tx.commit().map_err(io)?;
