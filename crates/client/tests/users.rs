@@ -113,6 +113,15 @@ fn only_owners_change_modes_and_times_and_only_the_superuser_gives_files_away() 
     alice.chmod("/shared/private", 0o444).unwrap();
     assert_eq!(fs_err(root.open("/shared/private").unwrap().pwrite(0, b"x")), FsError::Access);
 
+    // A create remembers its parent's facts for the next one in it; a chmod between them
+    // counts.
+    root.mkdir("/drop", 0o777).unwrap();
+    bob.create("/drop/1", 0o644, None).unwrap();
+    root.chmod("/drop", 0o755).unwrap();
+    assert_eq!(fs_err(bob.create("/drop/2", 0o644, None)), FsError::Access);
+    root.chmod("/drop", 0o773).unwrap();
+    bob.create("/drop/2", 0o644, None).unwrap();
+
     // A directory moving to another parent needs write permission on itself (its `..`).
     bob.mkdir("/shared/b1", 0o755).unwrap();
     bob.mkdir("/shared/b2", 0o755).unwrap();

@@ -494,7 +494,7 @@ mod tests {
     };
 
     fn create_step(name: &'static str, now: Timespec) -> impl FnOnce(&mut Store) -> Result<crate::store::NewFile, crate::store::files::CreateError> {
-        move |s| s.create_file(InodeId::ROOT, name, &DIR, None, &POLICY, now)
+        move |s| s.create_file(&tessera_mds_proto::Caller::ROOT, InodeId::ROOT, name, &DIR, None, &POLICY, now)
     }
 
     #[test]

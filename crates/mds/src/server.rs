@@ -394,7 +394,7 @@ impl Mds {
             return Answer::Now(Err(e));
         }
         match request {
-            Request::Create { parent, name, new, stripe } => self.create(parent, &name, &new, stripe),
+            Request::Create { parent, name, new, stripe } => self.create(caller, parent, &name, &new, stripe),
             other => Answer::Now(self.handle_now(caller, other)),
         }
     }
@@ -411,11 +411,7 @@ impl Mds {
             Request::ClusterMap => return Ok(Answer::Now(Ok(Reply::ClusterMap(self.config.cluster.clone())))),
             other => return Err(other),
         };
-        // A snapshot read, which never waits on the writer.
-        if let Err(e) = self.authorize(caller, &Request::Create { parent, name: String::new(), new, stripe }) {
-            return Ok(Answer::Now(Err(e)));
-        }
-        match self.create_once(parent, &name, &new, stripe) {
+        match self.create_once(caller, parent, &name, &new, stripe) {
             CreateTry::Answered(answer) => Ok(answer),
             CreateTry::PoolEmpty(..) | CreateTry::Unchecked(..) => Err(Request::Create { parent, name, new, stripe }),
         }
@@ -561,9 +557,9 @@ impl Mds {
     /// entry and its layout. An empty pool is refilled here (one batch CREATE) and the step
     /// tried again; after that the background filler keeps ahead. The answer, success or
     /// failure, waits for the step's group to be durable.
-    fn create(&self, parent: InodeId, name: &str, new: &NewInode, stripe: Option<StripeHint>) -> Answer {
+    fn create(&self, caller: &Caller, parent: InodeId, name: &str, new: &NewInode, stripe: Option<StripeHint>) -> Answer {
         for _ in 0..CREATE_ATTEMPTS {
-            let (pending, osds) = match self.create_once(parent, name, new, stripe) {
+            let (pending, osds) = match self.create_once(caller, parent, name, new, stripe) {
                 CreateTry::Answered(answer) => return answer,
                 CreateTry::PoolEmpty(pending, osds) => (pending, osds),
                 CreateTry::Unchecked(pending, osds) => {
@@ -598,9 +594,9 @@ impl Mds {
     }
 
     /// One attempt at a create's step, calling no OSD.
-    fn create_once(&self, parent: InodeId, name: &str, new: &NewInode, stripe: Option<StripeHint>) -> CreateTry {
+    fn create_once(&self, caller: &Caller, parent: InodeId, name: &str, new: &NewInode, stripe: Option<StripeHint>) -> CreateTry {
         let policy = StripePolicy { default: self.config.default_stripe, osd_count: self.osd_count(), avoid: self.health.avoid(), unusable: self.health.unchecked() };
-        let (pending, result) = match self.ns.start_write(|s| s.create_file(parent, name, new, stripe, &policy, now())) {
+        let (pending, result) = match self.ns.start_write(|s| s.create_file(caller, parent, name, new, stripe, &policy, now())) {
             Ok(started) => started,
             Err(e) => return CreateTry::Answered(Answer::Now(Err(e))),
         };

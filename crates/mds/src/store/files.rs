@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::{params, Connection};
 use tessera_layout::StripeLayout;
 use tessera_mds_proto::request::NewInode;
-use tessera_mds_proto::{FileLayout, FileType, FsError, InodeId, ObjectRef, StripeHint, Timespec};
+use tessera_mds_proto::{Caller, FileLayout, FileType, FsError, InodeId, ObjectRef, StripeHint, Timespec};
 
 use super::hot::ParentFacts;
 use super::precreate::Range;
@@ -184,6 +184,7 @@ impl Store {
     /// they all succeeded.
     pub fn create_file(
         &mut self,
+        caller: &Caller,
         parent: InodeId,
         name: &str,
         new: &NewInode,
@@ -194,21 +195,21 @@ impl Store {
         let tx = &self.conn;
         super::check_name(name)?;
         self.check_local(parent)?;
-        // The parent's type and default striping: remembered from the last create in it, or
-        // one lookup (hot.rs).
-        let ParentFacts { kind, dir_hint } = match self.hot.parent(parent) {
+        // The parent's type, owner, mode and default striping: remembered from the last
+        // create in it, or one lookup (hot.rs).
+        let facts = match self.hot.parent(parent) {
             Some(facts) => facts,
             None => {
                 let facts = query_opt(
                     tx,
-                    "SELECT i.kind, d.stripe_unit, d.stripe_count, d.start_osd FROM inodes i LEFT JOIN dir_stripe d ON d.dir = i.ino WHERE i.ino = ?1",
+                    "SELECT i.kind, d.stripe_unit, d.stripe_count, d.start_osd, i.uid, i.gid, i.mode FROM inodes i LEFT JOIN dir_stripe d ON d.dir = i.ino WHERE i.ino = ?1",
                     [parent.0 as i64],
                     |r| {
                         let dir_hint = match r.get::<_, Option<i64>>(1)? {
                             Some(unit) => Some(StripeHint { stripe_unit: unit as u64, stripe_count: r.get(2)?, start_osd: r.get(3)? }),
                             None => None,
                         };
-                        Ok(ParentFacts { kind: r.get::<_, i64>(0)?, dir_hint })
+                        Ok(ParentFacts { kind: r.get::<_, i64>(0)?, uid: r.get(4)?, gid: r.get(5)?, mode: r.get(6)?, dir_hint })
                     },
                 )?
                 .ok_or(FsError::Stale)?;
@@ -216,9 +217,14 @@ impl Store {
                 facts
             }
         };
+        let ParentFacts { kind, dir_hint, .. } = facts;
         if super::kind_of(kind) != FileType::Directory {
             return Err(FsError::NotDir.into());
         }
+        // Checked here, not in a read before the step (`server/authorize.rs`), so a create
+        // costs its caller no more than its parent's facts, which creates keep in memory.
+        crate::access::check(caller, &facts, crate::access::WRITE | crate::access::SEARCH)?;
+        crate::access::new_owner(caller, new)?;
         let ino = self.alloc_inode()?;
         let (stripe, osds) = resolve(&hint.or(dir_hint).unwrap_or(policy.default), policy.osd_count, &policy.avoid, self.hot.spread())?;
         let unchecked: Vec<u32> = osds.iter().copied().filter(|o| policy.unusable.contains(o)).collect();

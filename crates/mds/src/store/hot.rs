@@ -42,11 +42,27 @@ pub const DIR_TIME_GRAIN: u32 = 1_000_000;
 /// (the busiest are the few that many clients create in).
 const STORED_DIR_TIMES_MAX: usize = 16;
 
-/// What a create reads of its parent: the stored type and the directory's default striping.
+/// What a create reads of its parent: the stored type, owner, group and mode (for the
+/// permission check), and the directory's default striping.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ParentFacts {
     pub kind: i64,
+    pub uid: u32,
+    pub gid: u32,
+    pub mode: u32,
     pub dir_hint: Option<StripeHint>,
+}
+
+impl crate::access::Owned for ParentFacts {
+    fn uid(&self) -> u32 {
+        self.uid
+    }
+    fn gid(&self) -> u32 {
+        self.gid
+    }
+    fn mode(&self) -> u32 {
+        self.mode
+    }
 }
 
 /// A precreated range creates are taking from; `next` runs ahead of the stored `next_seq`.
@@ -120,8 +136,8 @@ impl Hot {
         Ok(())
     }
 
-    /// A step other than a create ran: it may have changed any directory's times, type or
-    /// default striping.
+    /// A step other than a create ran: it may have changed any directory's times, type,
+    /// owner, mode or default striping.
     pub(crate) fn forget_directories(&self) {
         self.stored_dir_times.borrow_mut().clear();
         self.parents.borrow_mut().clear();
