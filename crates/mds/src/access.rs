@@ -12,34 +12,22 @@ use tessera_mds_proto::{Attr, Caller, FsError, SetAttrs};
 
 use crate::store::InodeRow;
 
-/// An inode's owner, group and mode, as a stored row or another server's attributes give them.
+/// An inode's owner, group and mode, as a stored row, another server's attributes or the
+/// parent facts creates keep give them.
 pub trait Owned {
-    fn uid(&self) -> u32;
-    fn gid(&self) -> u32;
-    fn mode(&self) -> u32;
+    /// (uid, gid, mode)
+    fn owner(&self) -> (u32, u32, u32);
 }
 
 impl Owned for InodeRow {
-    fn uid(&self) -> u32 {
-        self.uid
-    }
-    fn gid(&self) -> u32 {
-        self.gid
-    }
-    fn mode(&self) -> u32 {
-        self.mode
+    fn owner(&self) -> (u32, u32, u32) {
+        (self.uid, self.gid, self.mode)
     }
 }
 
 impl Owned for Attr {
-    fn uid(&self) -> u32 {
-        self.uid
-    }
-    fn gid(&self) -> u32 {
-        self.gid
-    }
-    fn mode(&self) -> u32 {
-        self.mode
+    fn owner(&self) -> (u32, u32, u32) {
+        (self.uid, self.gid, self.mode)
     }
 }
 
@@ -54,13 +42,15 @@ pub const SEARCH: u32 = 1;
 const STICKY: u32 = 0o1000;
 
 fn class_bits(caller: &Caller, inode: &impl Owned) -> u32 {
-    caller.class_bits(inode.uid(), inode.gid(), inode.mode())
+    let (uid, gid, mode) = inode.owner();
+    caller.class_bits(uid, gid, mode)
 }
 
 /// What `caller` may do with a file's data, as r/w/x bits ([`Caller::data_bits`]): the
 /// capabilities the metadata server grants for its objects follow them.
 pub fn file_bits(caller: &Caller, inode: &impl Owned) -> u32 {
-    caller.data_bits(inode.uid(), inode.gid(), inode.mode())
+    let (uid, gid, mode) = inode.owner();
+    caller.data_bits(uid, gid, mode)
 }
 
 /// EACCES unless `caller` has every bit of `want` on the inode (the superuser always has).
@@ -73,7 +63,7 @@ pub fn check(caller: &Caller, inode: &impl Owned, want: u32) -> Result<(), FsErr
 
 /// EPERM unless `caller` owns the inode or is the superuser: what chmod and utimes need.
 pub fn owns(caller: &Caller, inode: &impl Owned) -> Result<(), FsError> {
-    match caller.is_root() || caller.uid == inode.uid() {
+    match caller.is_root() || caller.uid == inode.owner().0 {
         true => Ok(()),
         false => Err(FsError::NotPermitted),
     }
@@ -82,7 +72,8 @@ pub fn owns(caller: &Caller, inode: &impl Owned) -> Result<(), FsError> {
 /// Whether a sticky directory lets `caller` remove or rename an entry owned by `entry_uid`
 /// (write and search permission on the directory are checked apart).
 pub fn sticky_allows(caller: &Caller, dir: &impl Owned, entry_uid: u32) -> bool {
-    dir.mode() & STICKY == 0 || caller.is_root() || caller.uid == dir.uid() || caller.uid == entry_uid
+    let (uid, _, mode) = dir.owner();
+    mode & STICKY == 0 || caller.is_root() || caller.uid == uid || caller.uid == entry_uid
 }
 
 /// Whether the sticky rule needs the entry's owner at all.
@@ -106,8 +97,9 @@ pub fn setattr(caller: &Caller, row: &impl Owned, changes: &SetAttrs) -> Result<
     if caller.is_root() {
         return Ok(());
     }
-    let gives_away = changes.uid.is_some_and(|uid| uid != row.uid());
-    let regroups = changes.gid.is_some_and(|gid| gid != row.gid());
+    let (owner, group, _) = row.owner();
+    let gives_away = changes.uid.is_some_and(|uid| uid != owner);
+    let regroups = changes.gid.is_some_and(|gid| gid != group);
     if gives_away || (regroups && !changes.gid.is_some_and(|gid| caller.in_group(gid))) {
         return Err(FsError::NotPermitted);
     }

@@ -54,14 +54,8 @@ pub(crate) struct ParentFacts {
 }
 
 impl crate::access::Owned for ParentFacts {
-    fn uid(&self) -> u32 {
-        self.uid
-    }
-    fn gid(&self) -> u32 {
-        self.gid
-    }
-    fn mode(&self) -> u32 {
-        self.mode
+    fn owner(&self) -> (u32, u32, u32) {
+        (self.uid, self.gid, self.mode)
     }
 }
 
