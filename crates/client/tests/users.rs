@@ -180,3 +180,28 @@ fn a_user_may_not_send_the_servers_own_requests_or_make_inodes_for_others() {
     assert_eq!(root.readdir("/open").unwrap().len(), 1);
     assert_eq!(link.call(&Request::GetAttr { ino: InodeId::ROOT }).unwrap().map(|_| ()), Ok(()));
 }
+
+/// A project directory: setgid (mode 2000) makes new entries take its group, and new
+/// subdirectories its bit, on whichever server they are homed.
+#[test]
+fn a_setgid_directory_keeps_its_tree_in_its_group() {
+    let cluster = start(1, 2);
+    let People { root, alice, .. } = people(&cluster);
+    root.mkdir("/proj", 0o2775).unwrap();
+    root.chown("/proj", None, Some(50)).unwrap();
+    let f = alice.create("/proj/f", 0o644, None).unwrap();
+    assert_eq!(alice.stat("/proj/f").unwrap().gid, 50, "the directory's group, not alice's 1000");
+    drop(f);
+    let here = alice.stat("/proj").unwrap().ino.server();
+    let mut servers = std::collections::HashSet::new();
+    for i in 0..8 {
+        let d = alice.mkdir(&format!("/proj/d{i}"), 0o755).unwrap();
+        assert_eq!((d.gid, d.mode & 0o7777), (50, 0o2755), "/proj/d{i}");
+        servers.insert(d.ino.server());
+        let link = alice.symlink("f", &format!("/proj/d{i}/l")).unwrap();
+        assert_eq!(link.gid, 50, "inherited again one level down");
+    }
+    assert!(servers.contains(&(1 - here)), "a subdirectory homed on the other server: {servers:?}");
+    alice.chmod("/proj/d0", 0o755).unwrap();
+    assert_eq!(alice.mkdir("/proj/d0/e", 0o755).unwrap().gid, 1000, "without the bit, the creator's group again");
+}

@@ -8,7 +8,7 @@
 //! stops root's writes, the rule capabilities enforced before users were known.
 
 use tessera_mds_proto::request::NewInode;
-use tessera_mds_proto::{Attr, Caller, FsError, SetAttrs};
+use tessera_mds_proto::{Attr, Caller, FileType, FsError, SetAttrs};
 
 use crate::store::InodeRow;
 
@@ -40,6 +40,9 @@ pub const SEARCH: u32 = 1;
 /// The sticky bit: in such a directory only an entry's owner, the directory's owner or the
 /// superuser may remove or rename the entry (/tmp).
 const STICKY: u32 = 0o1000;
+
+/// The setgid bit on a directory: new entries take its group ([`inherited`]).
+const SETGID: u32 = 0o2000;
 
 fn class_bits(caller: &Caller, inode: &impl Owned) -> u32 {
     let (uid, gid, mode) = inode.owner();
@@ -87,6 +90,17 @@ pub fn new_owner(caller: &Caller, new: &NewInode) -> Result<(), FsError> {
     match caller.is_root() || (new.uid == caller.uid && caller.in_group(new.gid)) {
         true => Ok(()),
         false => Err(FsError::NotPermitted),
+    }
+}
+
+/// What a new inode in `parent` gets: in a setgid directory (mode 2000) the directory's group
+/// instead of its creator's, and a new subdirectory the setgid bit too, so a project
+/// directory's tree stays the project's group (Linux's inode_init_owner).
+pub fn inherited(parent: &impl Owned, new: &NewInode, kind: FileType) -> NewInode {
+    let (_, gid, mode) = parent.owner();
+    match mode & SETGID {
+        0 => *new,
+        _ => NewInode { gid, mode: if kind == FileType::Directory { new.mode | SETGID } else { new.mode }, ..*new },
     }
 }
 
@@ -167,6 +181,15 @@ mod tests {
         assert!(!sticky_applies(&alice, &row(1000, 0, 0o1777)), "the directory's owner may remove anything in it");
         assert!(!sticky_applies(&alice, &row(0, 0, 0o777)));
         assert!(!sticky_applies(&Caller::ROOT, &tmp));
+    }
+
+    #[test]
+    fn a_setgid_directory_gives_new_entries_its_group_and_subdirectories_its_bit() {
+        let new = NewInode { mode: 0o755, uid: 1000, gid: 1000 };
+        let project = row(0, 50, 0o2775);
+        assert_eq!(inherited(&project, &new, FileType::Regular), NewInode { mode: 0o755, uid: 1000, gid: 50 });
+        assert_eq!(inherited(&project, &new, FileType::Directory), NewInode { mode: 0o2755, uid: 1000, gid: 50 });
+        assert_eq!(inherited(&row(0, 50, 0o775), &new, FileType::Directory), new, "no setgid bit, no inheritance");
     }
 
     #[test]

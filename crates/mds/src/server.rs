@@ -512,11 +512,11 @@ impl Mds {
         if home == self.server_index() {
             return self.ns.write(|s| s.mkdir(parent, name, new, now())).map(|r| r.attr(0));
         }
-        let stripe = self.ns.read(|s| {
-            s.check_can_add(parent, name)?;
-            s.dir_stripe(parent)
+        let (new, stripe) = self.ns.read(|s| {
+            let dir = s.check_can_add(parent, name)?;
+            Ok((access::inherited(&dir, new, FileType::Directory), s.dir_stripe(parent)?))
         })?;
-        let attr = match self.peer(home, Request::PeerCreateDir { parent, new: *new, stripe }) {
+        let attr = match self.peer(home, Request::PeerCreateDir { parent, new, stripe }) {
             Ok(Reply::Attr(a)) => a,
             Ok(_) => return Err(FsError::Io),
             // Placement spreads directories; it is not where anyone looks for one (an id names
@@ -524,7 +524,7 @@ impl Mds {
             // entry, so a mkdir under a live parent works while another server is down.
             Err(FsError::PeerDown) => {
                 tracing::info!(home, name, "placing a new directory here: its chosen server did not answer");
-                return self.ns.write(|s| s.mkdir(parent, name, new, now())).map(|r| r.attr(0));
+                return self.ns.write(|s| s.mkdir(parent, name, &new, now())).map(|r| r.attr(0));
             }
             Err(e) => return Err(e),
         };

@@ -286,12 +286,13 @@ impl Store {
     }
 
     /// Checks `dir` is a local directory without `name`, inside an open transaction.
-    fn check_free(&self, conn: &Connection, dir: InodeId, name: &str) -> Result<(), FsError> {
+    /// The directory's row, once `name` is found free in it.
+    fn check_free(&self, conn: &Connection, dir: InodeId, name: &str) -> Result<InodeRow, FsError> {
         check_name(name)?;
-        self.load_dir(conn, dir)?;
+        let row = self.load_dir(conn, dir)?;
         match Self::entry(conn, dir, name)? {
             Some(_) => Err(FsError::Exists),
-            None => Ok(()),
+            None => Ok(row),
         }
     }
 
@@ -331,8 +332,9 @@ impl Store {
         Self::entry(&self.conn, dir, name)?.ok_or(FsError::NotFound)
     }
 
-    /// Fails unless `dir` could take a new entry `name` now (a pre-check before remote steps).
-    pub fn check_can_add(&self, dir: InodeId, name: &str) -> Result<(), FsError> {
+    /// Fails unless `dir` could take a new entry `name` now (a pre-check before remote steps);
+    /// the directory's row otherwise.
+    pub fn check_can_add(&self, dir: InodeId, name: &str) -> Result<InodeRow, FsError> {
         self.check_free(&self.conn, dir, name)
     }
 
@@ -340,9 +342,9 @@ impl Store {
     /// striping, as `lfs setstripe` directories do.
     pub fn mkdir(&mut self, parent: InodeId, name: &str, new: &NewInode, now: Timespec) -> Result<InodeRow, FsError> {
         let tx = &self.conn;
-        self.check_free(tx, parent, name)?;
+        let new = crate::access::inherited(&self.check_free(tx, parent, name)?, new, FileType::Directory);
         let ino = self.alloc_inode()?;
-        let row = new_row(ino, FileType::Directory, new, parent, now);
+        let row = new_row(ino, FileType::Directory, &new, parent, now);
         insert_inode(tx, &row, None)?;
         Self::add_entry(tx, parent, name, ino, FileType::Directory, now)?;
         if let Some(hint) = files::dir_stripe(tx, parent)? {
@@ -428,9 +430,9 @@ impl Store {
             return Err(FsError::Invalid);
         }
         let tx = &self.conn;
-        self.check_free(tx, parent, name)?;
+        let new = crate::access::inherited(&self.check_free(tx, parent, name)?, new, FileType::Symlink);
         let ino = self.alloc_inode()?;
-        let mut row = new_row(ino, FileType::Symlink, &NewInode { mode: 0o777, ..*new }, InodeId(0), now);
+        let mut row = new_row(ino, FileType::Symlink, &NewInode { mode: 0o777, ..new }, InodeId(0), now);
         row.symlink = Some(target.to_string());
         insert_inode(tx, &row, None)?;
         Self::add_entry(tx, parent, name, ino, FileType::Symlink, now)?;

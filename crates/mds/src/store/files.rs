@@ -225,6 +225,7 @@ impl Store {
         // costs its caller no more than its parent's facts, which creates keep in memory.
         crate::access::check(caller, &facts, crate::access::WRITE | crate::access::SEARCH)?;
         crate::access::new_owner(caller, new)?;
+        let new = &crate::access::inherited(&facts, new, FileType::Regular);
         let ino = self.alloc_inode()?;
         let (stripe, osds) = resolve(&hint.or(dir_hint).unwrap_or(policy.default), policy.osd_count, &policy.avoid, self.hot.spread())?;
         let unchecked: Vec<u32> = osds.iter().copied().filter(|o| policy.unusable.contains(o)).collect();
