@@ -328,7 +328,13 @@ impl GroupCommit {
     /// expected) must not leave `flushing` set, or every waiter would wait forever: it breaks
     /// the store instead, and the panic goes on to the caller.
     fn flush_round(&self) {
-        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.flush_round_unguarded())) {
+        self.guarded_round(|| self.flush_round_unguarded());
+    }
+
+    /// Runs `round` as [`Self::flush_round`] guards it (apart so a test can give it a round
+    /// that panics).
+    fn guarded_round(&self, round: impl FnOnce()) {
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(round)) {
             tracing::error!("a metadata flush round panicked; refusing every request until restart");
             self.broken.store(true, Ordering::SeqCst);
             self.flush.lock().unwrap_or_else(|p| p.into_inner()).flushing = false;
@@ -461,6 +467,32 @@ mod tests {
         assert!(b.is_ok());
         gc.wait_durable(g2, Flush::outcome).unwrap();
         assert_eq!(names(&gc), vec!["b".to_string(), "taken".to_string()]);
+    }
+
+    /// Goal: a flush round that panics part-way leaves no waiter waiting for ever: the store
+    /// breaks, every waiter of the open group is answered EIO, later requests are refused, and
+    /// the panic reaches the thread that ran the round.
+    #[test]
+    fn a_panicking_flush_round_wakes_every_waiter_and_breaks_the_store() {
+        let tmp = tempfile::tempdir().unwrap();
+        let gc = Arc::new(open(tmp.path()));
+        let (pending, made) = gc.start_write(mkdir_step("a")).unwrap();
+        made.unwrap();
+        // As when a round is under way: the waiter waits for it instead of running its own.
+        gc.flush.lock().unwrap().flushing = true;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = {
+            let gc = gc.clone();
+            std::thread::spawn(move || tx.send(gc.wait(pending)).unwrap())
+        };
+        assert!(rx.recv_timeout(std::time::Duration::from_millis(200)).is_err(), "the waiter waits for the round");
+        let panicked = catch_unwind(AssertUnwindSafe(|| gc.guarded_round(|| panic!("round bug"))));
+        assert!(panicked.is_err(), "the panic goes on to the round's caller");
+        assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(10)).expect("the waiter was woken"), Err(FsError::Io));
+        waiter.join().unwrap();
+        assert!(gc.is_broken());
+        assert!(!gc.flush.lock().unwrap().flushing, "no round is left marked as running");
+        assert_eq!(gc.write(mkdir_step("b")), Err(FsError::Io), "refused until restart");
     }
 
     #[test]
