@@ -128,6 +128,44 @@ fn commands_act_for_the_user_who_runs_them() {
     let listing = String::from_utf8_lossy(&c.as_root(&["ls", "/private", "/pub"]).stdout).into_owned();
     assert!(listing.contains("secret") && listing.contains("roots"), "nothing refused was changed: {listing}");
     c.user_ok(&["rm", "-r", "/pub/mine", "/pub/dir"]);
+
+    // Tree copies go on past what the user may not read, name it, and exit 1, as cp -r does.
+    c.as_root(&["mkdir", "-p", "/tree/open", "/tree/private"]);
+    c.as_root(&["put", path(&input), "/tree/open/a"]);
+    c.as_root(&["put", path(&input), "/tree/private/s"]);
+    c.as_root(&["put", path(&input), "/tree/closed"]);
+    c.as_root(&["chmod", "700", "/tree/private"]);
+    c.as_root(&["chmod", "600", "/tree/closed"]);
+    let out = c.local("out");
+    std::fs::create_dir(&out).unwrap();
+    std::os::unix::fs::chown(&out, Some(USER), Some(USER)).unwrap();
+    for (args, verb) in [(vec!["get", "-r", "/tree", path(&out.join("t"))], "get"), (vec!["cp", "-r", "/tree", "/pub/t"], "cp")] {
+        let run = c.as_user(&args);
+        let err = String::from_utf8_lossy(&run.stderr).into_owned();
+        assert_eq!(run.status.code(), Some(1), "{err}");
+        assert!(err.contains("cannot read directory /tree/private: permission denied; left out of the copy"), "{err}");
+        assert!(err.contains("cannot read file /tree/closed: permission denied"), "{err}");
+        assert!(err.contains(&format!("{verb} -r /tree -> ")) && err.contains("2 entries you may not read were left out"), "{err}");
+    }
+    let mut got: Vec<String> = walk(&out.join("t"));
+    got.sort();
+    assert_eq!(got, ["open", "open/a"], "the readable rest came");
+    assert_eq!(std::fs::read(out.join("t/open/a")).unwrap(), b"from the user");
+    assert_eq!(c.user_ok(&["ls", "-R", "/pub/t"]), "/pub/t:\nopen\n\n/pub/t/open:\na\n");
+}
+
+/// Paths under `dir`, relative to it.
+fn walk(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if e.file_type().unwrap().is_dir() {
+            out.extend(walk(&e.path()).into_iter().map(|p| format!("{name}/{p}")));
+        }
+        out.push(name);
+    }
+    out
 }
 
 /// Goal: a user who starts a cluster of their own may write in it at once: its root directory

@@ -16,7 +16,7 @@ use super::mode::process_umask;
 use super::parallel;
 use super::replaced::read_latest;
 use super::transfer::{store, Share, Source};
-use super::trees::{replace_remote_link, walk_remote, Plan};
+use super::trees::{left_out, permission_denied, replace_remote_link, walk_remote, Plan};
 use super::{each_path, ClusterArg};
 
 #[derive(Args)]
@@ -73,6 +73,7 @@ fn copy(client: &Client, from: &str, to: &str, attr: &Attr) -> Result<()> {
 pub fn copy_tree(client: &Client, from: &str, to: &str, mode: u32, workers: usize) -> Result<()> {
     let mut plan = Plan::default();
     walk_remote(client, from.to_string(), to.to_string(), mode, &|dir: &String, name: &str| child(dir, name), &mut plan)?;
+    let unreadable = std::sync::atomic::AtomicU64::new(plan.unreadable);
     let mut dirs = super::dirs::TreeMaker::new(client);
     for (_, dir, mode) in &plan.dirs {
         dirs.make(dir, mode & !process_umask())?;
@@ -85,12 +86,22 @@ pub fn copy_tree(client: &Client, from: &str, to: &str, mode: u32, workers: usiz
     let interrupt = Interrupt::catch()?;
     let result = parallel::for_each(workers, &plan.files, |(src, dst, mode, size)| {
         interrupt.check()?;
-        copy_file(client, src, dst, *mode, Share::InTree).with_context(|| format!("copying {from} to {to} stopped at {src}"))?;
+        match copy_file(client, src, dst, *mode, Share::InTree) {
+            Err(e) if permission_denied(&e) => {
+                left_out(&format!("file {src}"));
+                unreadable.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            other => other.with_context(|| format!("copying {from} to {to} stopped at {src}"))?,
+        }
         bar.inc(*size);
         Ok(())
     });
     bar.finish_and_clear();
-    result
+    result?;
+    match unreadable.into_inner() {
+        0 => Ok(()),
+        n => bail!("cp -r {from} -> {to}: {n} entries you may not read were left out (each named above)"),
+    }
 }
 
 /// Copies `from` to `to`, starting over if another client replaces `from` meanwhile (the

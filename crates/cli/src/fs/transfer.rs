@@ -371,6 +371,10 @@ fn tree_summary(verb: &str, from: &str, to: &str, done: &super::trees::Copied, r
     match result {
         Err(e) => Err(e.context(format!("{verb} -r {from} -> {to} stopped after {counts}"))),
         Ok(()) if done.skipped > 0 => bail!("{verb} -r {from} -> {to}: {counts}; {} special files skipped", done.skipped),
+        Ok(()) if done.unreadable.load(std::sync::atomic::Ordering::Relaxed) > 0 => bail!(
+            "{verb} -r {from} -> {to}: {counts}; {} entries you may not read were left out (each named above)",
+            done.unreadable.load(std::sync::atomic::Ordering::Relaxed)
+        ),
         Ok(()) => {
             eprintln!("{verb} -r {from} -> {to}: {counts}");
             Ok(())

@@ -29,6 +29,9 @@ pub struct Copied {
     pub directories: u64,
     /// Local entries that are neither file, directory nor link (fifos, sockets, devices).
     pub skipped: u64,
+    /// Tessera directories and files below the top that the user may not read, left out as
+    /// cp -r leaves them (each said on stderr).
+    pub unreadable: AtomicU64,
 }
 
 /// A tree to copy, walked: `L` is where entries are read, `R` where they are written.
@@ -40,12 +43,32 @@ pub(super) struct Plan<L, R> {
     /// Symbolic links: the target, and where the link goes.
     pub links: Vec<(String, R)>,
     pub skipped: u64,
+    /// Directories below the top that could not be listed (permission denied), left out.
+    pub unreadable: u64,
 }
 
 impl<L, R> Default for Plan<L, R> {
     fn default() -> Self {
-        Plan { dirs: Vec::new(), files: Vec::new(), links: Vec::new(), skipped: 0 }
+        Plan { dirs: Vec::new(), files: Vec::new(), links: Vec::new(), skipped: 0, unreadable: 0 }
     }
+}
+
+/// Whether `e` is a refusal for lack of permission: what a tree copy reports and goes on
+/// past, as cp -r does.
+/// Only the cluster's refusals count (a Tessera file read through `io::Read` carries its
+/// error inside an `io::Error`); a local file's EACCES is not the source's and stops the copy.
+pub(super) fn permission_denied(e: &anyhow::Error) -> bool {
+    use tessera_client::ClientError;
+    let denied = |ce: &ClientError| ce.fs_error() == Some(FsError::Access);
+    e.chain().any(|c| {
+        c.downcast_ref::<ClientError>().is_some_and(denied)
+            || c.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()).and_then(|inner| inner.downcast_ref::<ClientError>()).is_some_and(denied)
+    })
+}
+
+/// Says that `what` is left out of a tree copy for lack of permission.
+pub(super) fn left_out(what: &str) {
+    eprintln!("tessera: cannot read {what}: permission denied; left out of the copy");
 }
 
 impl<L, R> Plan<L, R> {
@@ -137,6 +160,7 @@ pub fn get_tree(client: &Client, remote: &str, local: &Path, workers: usize, don
     let mut plan = Plan::default();
     let mode = client.lookup_followed(remote)?.mode;
     walk_remote(client, remote.to_string(), local.to_path_buf(), mode, &|dir: &PathBuf, name: &str| dir.join(name), &mut plan)?;
+    done.unreadable.fetch_add(plan.unreadable, Ordering::Relaxed);
     for (_, dir, _) in &plan.dirs {
         match fs::create_dir(dir) {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => {}
@@ -159,14 +183,21 @@ pub fn get_tree(client: &Client, remote: &str, local: &Path, workers: usize, don
     let result = parallel::for_each(workers, &plan.files, |(from, to, mode, _)| {
         interrupt.check()?;
         // Started over on the new file if another client replaces this one meanwhile.
-        let n = read_latest(from, || true, || {
+        let got = read_latest(from, || true, || {
             let file = client.open(from)?;
             let mut out = LocalOut::create(to, mode & !process_umask())?;
             let n = copy_out(&file, &mut out, Share::InTree, false, Some(interrupt))?;
             out.finish()?;
             Ok(n)
-        })
-        .with_context(|| format!("get {from} -> {}", to.display()))?;
+        });
+        let n = match got {
+            Err(e) if permission_denied(&e) => {
+                left_out(&format!("file {from}"));
+                done.unreadable.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            other => other.with_context(|| format!("get {from} -> {}", to.display()))?,
+        };
         done.bytes.fetch_add(n, Ordering::Relaxed);
         done.files.fetch_add(1, Ordering::Relaxed);
         bar.inc(n);
@@ -212,7 +243,15 @@ fn walk_remote_in<R: Clone>(
         let from = format!("{}/{}", remote.trim_end_matches('/'), entry.name);
         let to = join(&dest, &entry.name);
         match entry.attr.file_type {
-            FileType::Directory => walk_remote_in(client, &dir.entered(&entry.name, &entry.attr)?, from, to, entry.attr.mode, join, plan)?,
+            // Only this directory's own listing can be refused here: deeper ones are handled
+            // at their level.
+            FileType::Directory => match walk_remote_in(client, &dir.entered(&entry.name, &entry.attr)?, from.clone(), to, entry.attr.mode, join, plan) {
+                Err(e) if permission_denied(&e) => {
+                    left_out(&format!("directory {from}"));
+                    plan.unreadable += 1;
+                }
+                other => other?,
+            },
             FileType::Regular => plan.files.push((from, to, entry.attr.mode & 0o7777, entry.attr.size)),
             FileType::Symlink => plan.links.push((client.readlink(&from)?, to)),
         }
