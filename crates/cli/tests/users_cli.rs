@@ -152,6 +152,21 @@ fn commands_act_for_the_user_who_runs_them() {
     assert_eq!(got, ["open", "open/a"], "the readable rest came");
     assert_eq!(std::fs::read(out.join("t/open/a")).unwrap(), b"from the user");
     assert_eq!(c.user_ok(&["ls", "-R", "/pub/t"]), "/pub/t:\nopen\n\n/pub/t/open:\na\n");
+
+    // rm -r goes on past what the user may not remove, names it, keeps the directories above
+    // it, and exits 1, as rm -r does.
+    c.as_root(&["chmod", "777", "/tree", "/tree/open"]);
+    c.as_root(&["mkdir", "/tree/open/roots"]);
+    c.as_root(&["put", path(&input), "/tree/open/roots/r"]);
+    c.user_ok(&["put", path(&input), "/tree/open/mine"]);
+    let run = c.as_user(&["rm", "-r", "/tree"]);
+    let err = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    assert!(err.contains("unlink /tree/open/roots/r: permission denied"), "root's 0755 directory: {err}");
+    assert!(err.contains("readdir /tree/private: permission denied"), "{err}");
+    assert!(err.contains("/tree stays: 2 entries in it could not be removed"), "{err}");
+    let left = String::from_utf8_lossy(&c.as_root(&["ls", "-R", "/tree"]).stdout).into_owned();
+    assert_eq!(left, "/tree:\nopen\nprivate\n\n/tree/open:\nroots\n\n/tree/open/roots:\nr\n\n/tree/private:\ns\n", "what the user could remove went");
 }
 
 /// Paths under `dir`, relative to it.

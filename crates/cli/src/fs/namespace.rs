@@ -1,6 +1,8 @@
 //! `ls`, `stat`, `mkdir`, `rm`, `mv`: namespace commands, answered by the metadata servers
 //! alone (sizes come from the data objects' logical lengths, which the servers read).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use anyhow::{bail, Result};
 use clap::Args;
 use tessera_client::{Attr, Client, Dir, FileType, FsError, InodeId};
@@ -364,7 +366,10 @@ pub fn remove(client: &Client, path: &str, recursive: bool, workers: usize) -> R
     if !recursive {
         bail!("{path} is a directory (use -r to remove it and its contents)");
     }
-    empty(&client.open_dir(path)?, workers)?;
+    let kept = empty(&client.open_dir(path)?, workers)?;
+    if kept > 0 {
+        bail!("{path} stays: {kept} entries in it could not be removed (each named above)");
+    }
     // The root itself stays (--no-preserve-root empties it).
     if attr.ino != InodeId::ROOT {
         client.rmdir(path)?;
@@ -375,25 +380,49 @@ pub fn remove(client: &Client, path: &str, recursive: bool, workers: usize) -> R
 /// Removes everything in `dir`. The walk holds a handle on each directory (`Dir`), so every
 /// entry costs one request, not a walk from the root (a tree of depth d would cost d²/2).
 /// Subdirectories go one after another; the files of each directory `workers` at a time, so
-/// the metadata server commits their unlinks together.
-fn empty(dir: &Dir, workers: usize) -> Result<()> {
+/// the metadata server commits their unlinks together. Returns how many entries stayed
+/// because the user may not remove them.
+fn empty(dir: &Dir, workers: usize) -> Result<u64> {
     let (dirs, others): (Vec<_>, Vec<_>) = dir.readdir()?.into_iter().partition(|e| e.attr.file_type == FileType::Directory);
     // An entry another client removed or renamed meanwhile is gone already: the walk goes on
-    // (as rm(1) does), and only the directory's own rmdir says whether the tree is gone.
+    // (as rm(1) does), and only the directory's own rmdir says whether the tree is gone. An
+    // entry the user may not remove is named and kept, and so is every directory above it.
+    let mut kept = 0;
     for entry in dirs {
-        unless_vanished((|| {
-            empty(&dir.entered(&entry.name, &entry.attr)?, workers)?;
-            Ok(dir.rmdir(&entry.name)?)
-        })())?;
+        let emptied = unless_vanished((|| {
+            let left = empty(&dir.entered(&entry.name, &entry.attr)?, workers)?;
+            if left == 0 {
+                dir.rmdir(&entry.name)?;
+            }
+            Ok(left)
+        })());
+        kept += kept_if_refused(emptied)?;
     }
-    super::parallel::for_each(workers, &others, |entry| unless_vanished(dir.unlink(&entry.name).map_err(Into::into)))
+    let refused = AtomicU64::new(0);
+    super::parallel::for_each(workers, &others, |entry| {
+        refused.fetch_add(kept_if_refused(unless_vanished(dir.unlink(&entry.name).map(|()| 0).map_err(Into::into)))?, Ordering::Relaxed);
+        Ok(())
+    })?;
+    Ok(kept + refused.into_inner())
+}
+
+/// The entries `result` kept: its own count, or 1 when it was refused for lack of permission
+/// (said on stderr, as rm -r goes on past it); any other error stops the removal.
+fn kept_if_refused(result: Result<u64>) -> Result<u64> {
+    match result {
+        Err(e) if matches!(e.downcast_ref::<tessera_client::ClientError>().and_then(|c| c.fs_error()), Some(FsError::Access | FsError::NotPermitted)) => {
+            eprintln!("tessera: rm: {e}");
+            Ok(1)
+        }
+        other => other,
+    }
 }
 
 /// `result`, with an error that says its path no longer exists (NotFound, Stale) taken as
 /// done.
-fn unless_vanished(result: Result<()>) -> Result<()> {
+fn unless_vanished(result: Result<u64>) -> Result<u64> {
     match result {
-        Err(e) if matches!(e.downcast_ref::<tessera_client::ClientError>().and_then(|c| c.fs_error()), Some(FsError::NotFound | FsError::Stale)) => Ok(()),
+        Err(e) if matches!(e.downcast_ref::<tessera_client::ClientError>().and_then(|c| c.fs_error()), Some(FsError::NotFound | FsError::Stale)) => Ok(0),
         other => other,
     }
 }
