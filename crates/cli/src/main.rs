@@ -67,9 +67,9 @@ enum Command {
     Cp(copy::CpArgs),
     /// Rename or move a file or directory (copied and removed when the move crosses metadata servers).
     Mv(mv::MvArgs),
-    /// Change a file's or directory's permission bits (revokes a file's capabilities).
+    /// Change a file's or directory's permission bits; only its owner (or root) may (revokes a file's capabilities).
     Chmod(namespace::ChmodArgs),
-    /// Change files' owner and group: `chown OWNER[:GROUP]`, by number or by this host's names.
+    /// Change files' owner and group: `chown OWNER[:GROUP]`, by number or by this host's names; only root gives a file to another owner, and an owner may change the group to one of its own.
     Chown(owner::ChownArgs),
     /// Make a symbolic link: `ln -s TARGET LINK`.
     Ln(links::LnArgs),
