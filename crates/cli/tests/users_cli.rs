@@ -153,6 +153,26 @@ fn commands_act_for_the_user_who_runs_them() {
     assert_eq!(std::fs::read(out.join("t/open/a")).unwrap(), b"from the user");
     assert_eq!(c.user_ok(&["ls", "-R", "/pub/t"]), "/pub/t:\nopen\n\n/pub/t/open:\na\n");
 
+    // put -r, too, goes on past what this host does not let the user read.
+    let local = c.local("mine");
+    std::fs::create_dir_all(local.join("shut")).unwrap();
+    std::fs::write(local.join("ok"), b"ok").unwrap();
+    std::fs::write(local.join("closed"), b"no").unwrap();
+    std::fs::write(local.join("shut/inside"), b"no").unwrap();
+    for (p, mode) in [("", 0o755), ("ok", 0o644), ("closed", 0o000), ("shut/inside", 0o644), ("shut", 0o000)] {
+        let p = if p.is_empty() { local.clone() } else { local.join(p) };
+        std::os::unix::fs::chown(&p, Some(USER), Some(USER)).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let run = c.as_user(&["put", "-r", path(&local), "/pub/mine"]);
+    let err = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("cannot read directory {}: permission denied", local.join("shut").display())), "{err}");
+    assert!(err.contains(&format!("cannot read file {}: permission denied", local.join("closed").display())), "{err}");
+    assert!(err.contains("2 entries you may not read were left out"), "{err}");
+    assert_eq!(c.user_ok(&["ls", "-R", "/pub/mine"]), "/pub/mine:\nok\n");
+    c.user_ok(&["rm", "-r", "/pub/mine"]);
+
     // rm -r goes on past what the user may not remove, names it, keeps the directories above
     // it, and exits 1, as rm -r does.
     c.as_root(&["chmod", "777", "/tree", "/tree/open"]);

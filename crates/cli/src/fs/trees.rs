@@ -29,8 +29,8 @@ pub struct Copied {
     pub directories: u64,
     /// Local entries that are neither file, directory nor link (fifos, sockets, devices).
     pub skipped: u64,
-    /// Tessera directories and files below the top that the user may not read, left out as
-    /// cp -r leaves them (each said on stderr).
+    /// Directories and files below the top that the user may not read (Tessera's for `get`,
+    /// this host's for `put`), left out as cp -r leaves them (each said on stderr).
     pub unreadable: AtomicU64,
 }
 
@@ -66,6 +66,11 @@ pub(super) fn permission_denied(e: &anyhow::Error) -> bool {
     })
 }
 
+/// Whether `e` is this host refusing to let the user read a local file or directory.
+fn local_denied(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied))
+}
+
 /// Says that `what` is left out of a tree copy for lack of permission.
 pub(super) fn left_out(what: &str) {
     eprintln!("tessera: cannot read {what}: permission denied; left out of the copy");
@@ -86,6 +91,7 @@ pub fn put_tree(client: &Client, local: &Path, remote: &str, workers: usize, don
     let mut plan = Plan::default();
     walk_local(local, remote.to_string(), &mut plan)?;
     done.skipped = plan.skipped;
+    done.unreadable.fetch_add(plan.unreadable, Ordering::Relaxed);
     let mut dirs = super::dirs::TreeMaker::new(client);
     for (_, dir, mode) in &plan.dirs {
         dirs.make(dir, *mode)?;
@@ -100,7 +106,14 @@ pub fn put_tree(client: &Client, local: &Path, remote: &str, workers: usize, don
     let interrupt = Interrupt::catch()?;
     let result = parallel::for_each(workers, &plan.files, |(path, to, mode, _)| {
         interrupt.check()?;
-        let file = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let file = match fs::File::open(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                left_out(&format!("file {}", path.display()));
+                done.unreadable.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            other => other.with_context(|| format!("opening {}", path.display()))?,
+        };
         let total = file.metadata()?.len();
         let name = path.display().to_string();
         let source = Source { input: Box::new(file), total, name: &name, verb: "put", share: Share::InTree };
@@ -116,10 +129,10 @@ pub fn put_tree(client: &Client, local: &Path, remote: &str, workers: usize, don
 
 fn walk_local(local: &Path, remote: String, plan: &mut Plan<PathBuf, String>) -> Result<()> {
     let meta = fs::metadata(local).with_context(|| format!("reading {}", local.display()))?;
-    plan.dirs.push((local.to_path_buf(), remote.clone(), meta.permissions().mode() & 0o7777 & !process_umask()));
     let mut entries: Vec<_> = fs::read_dir(local)
         .and_then(|list| list.collect::<Result<Vec<_>, _>>())
         .with_context(|| format!("listing {}", local.display()))?;
+    plan.dirs.push((local.to_path_buf(), remote.clone(), meta.permissions().mode() & 0o7777 & !process_umask()));
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
         let path = entry.path();
@@ -129,7 +142,15 @@ fn walk_local(local: &Path, remote: String, plan: &mut Plan<PathBuf, String>) ->
         let to = format!("{}/{name}", remote.trim_end_matches('/'));
         let meta = fs::symlink_metadata(&path).with_context(|| format!("reading {}", path.display()))?;
         if meta.is_dir() {
-            walk_local(&path, to, plan)?;
+            // Only this directory's own listing can be refused here (deeper ones are handled
+            // at their level).
+            match walk_local(&path, to, plan) {
+                Err(e) if local_denied(&e) => {
+                    left_out(&format!("directory {}", path.display()));
+                    plan.unreadable += 1;
+                }
+                other => other?,
+            }
         } else if meta.is_file() {
             plan.files.push((path, to, meta.permissions().mode() & 0o7777 & !process_umask(), meta.len()));
         } else if meta.file_type().is_symlink() {
