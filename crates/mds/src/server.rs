@@ -447,7 +447,7 @@ impl Mds {
             }
             R::ReadLink { ino } => self.ns.read(|s| s.readlink(ino)).map(Reply::Link),
             R::ReadDir { dir, after, max_entries } => self.readdir(dir, after.as_deref(), max_entries),
-            R::Truncate { ino, size } => self.truncate(ino, size).map(Reply::Attr),
+            R::Truncate { ino, size } => self.truncate(caller, ino, size).map(Reply::Attr),
             R::GetLayout { ino } => self.layout_with_grant(caller, ino),
             R::SetDirStripe { dir, hint } => {
                 if let Some(h) = &hint {
@@ -783,17 +783,17 @@ impl Mds {
         }
     }
 
-    /// Sets every object's length. A file without write bits cannot be truncated, the same
-    /// rule its capabilities enforce for writes: for the superuser, a write bit in any class
-    /// (other callers' class was checked by `authorize`).
+    /// Sets every object's length. A file its caller may not write cannot be truncated, the
+    /// same rule its capabilities enforce for writes (`access::file_bits`: the caller's class,
+    /// or for the superuser a write bit in any class).
     ///
     /// All or nothing, as far as an OSD failure goes: every object must answer first (an OSD
     /// already down fails the truncate with nothing changed), and the lengths are journaled
     /// before any is set, so an OSD that fails part-way gets its length when it returns
     /// (`truncation.rs`); the caller is told EIO meanwhile.
-    fn truncate(&self, ino: InodeId, size: u64) -> Result<Attr, FsError> {
-        let (layout, mode) = self.ns.read(|s| Ok((s.layout(ino)?, s.inode(ino)?.mode)))?;
-        if mode & 0o222 == 0 {
+    fn truncate(&self, caller: &Caller, ino: InodeId, size: u64) -> Result<Attr, FsError> {
+        let (layout, bits) = self.ns.read(|s| Ok((s.layout(ino)?, access::file_bits(caller, &s.inode(ino)?))))?;
+        if bits & access::WRITE == 0 {
             return Err(FsError::Access);
         }
         self.data_of(&layout)?;

@@ -31,10 +31,6 @@ impl Mds {
             R::Unlink { parent, name } | R::Rmdir { parent, name } => self.may_remove(caller, *parent, name).map(drop),
             R::Rename { src_parent, src_name, dst_parent, dst_name } => self.may_rename(caller, *src_parent, src_name, *dst_parent, dst_name),
             R::SetAttr { ino, changes } => self.ns.read(|s| access::setattr(caller, &s.inode(*ino)?, changes)),
-            R::Truncate { ino, .. } => self.ns.read(|s| match access::file_bits(caller, &s.inode(*ino)?) & WRITE {
-                0 => Err(FsError::Access),
-                _ => Ok(()),
-            }),
             R::SetDirStripe { dir, .. } => self.ns.read(|s| access::owns(caller, &s.inode(*dir)?)),
             // Repair removes what it judges orphaned; the Peer requests are the servers' own
             // steps, each checked where it began.
@@ -42,8 +38,10 @@ impl Mds {
                 Err(FsError::NotPermitted)
             }
             // A stat or readlink needs only the walk to it (each Lookup searched a directory);
-            // an open (GetLayout) is granted what the file's mode allows the caller.
-            R::GetAttr { .. }
+            // an open (GetLayout) is granted what the file's mode allows the caller, and a
+            // truncate checks the same in its own read (`Mds::truncate`).
+            R::Truncate { .. }
+            | R::GetAttr { .. }
             | R::ReadLink { .. }
             | R::GetLayout { .. }
             | R::GetDirStripe { .. }
