@@ -39,6 +39,18 @@ pub struct ClusterArg {
     pub cluster: Option<PathBuf>,
 }
 
+/// The namespace error a command's failure comes from, if a Tessera call failed. A read
+/// behind `io::Read` carries the client's error inside an `io::Error`, whose `source()`
+/// skips it, so that wrapper is looked into too.
+pub fn fs_error_of(e: &anyhow::Error) -> Option<tessera_client::FsError> {
+    use tessera_client::ClientError;
+    e.chain().find_map(|c| {
+        c.downcast_ref::<ClientError>()
+            .or_else(|| c.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()).and_then(|inner| inner.downcast_ref::<ClientError>()))
+            .and_then(ClientError::fs_error)
+    })
+}
+
 /// A cluster file's path as given, empty included: an empty `TESSERA_CLUSTER` (as `export
 /// TESSERA_CLUSTER=` leaves it) means none was given, not a missing value.
 pub fn cluster_path(text: &str) -> Result<PathBuf, std::convert::Infallible> {

@@ -348,7 +348,7 @@ pub fn rm(args: RmArgs) -> Result<()> {
         }
     }
     each_path("rm", &args.paths, |path| match remove(&client, path, args.recursive, super::parallel::TREE_WORKERS) {
-        Err(e) if args.force && e.downcast_ref::<tessera_client::ClientError>().and_then(|c| c.fs_error()) == Some(FsError::NotFound) => Ok(()),
+        Err(e) if args.force && super::fs_error_of(&e) == Some(FsError::NotFound) => Ok(()),
         other => other,
     })
 }
@@ -410,7 +410,7 @@ fn empty(dir: &Dir, workers: usize) -> Result<u64> {
 /// (said on stderr, as rm -r goes on past it); any other error stops the removal.
 fn kept_if_refused(result: Result<u64>) -> Result<u64> {
     match result {
-        Err(e) if matches!(e.downcast_ref::<tessera_client::ClientError>().and_then(|c| c.fs_error()), Some(FsError::Access | FsError::NotPermitted)) => {
+        Err(e) if matches!(super::fs_error_of(&e), Some(FsError::Access | FsError::NotPermitted)) => {
             eprintln!("tessera: rm: {e}");
             Ok(1)
         }
@@ -422,7 +422,7 @@ fn kept_if_refused(result: Result<u64>) -> Result<u64> {
 /// done.
 fn unless_vanished(result: Result<u64>) -> Result<u64> {
     match result {
-        Err(e) if matches!(e.downcast_ref::<tessera_client::ClientError>().and_then(|c| c.fs_error()), Some(FsError::NotFound | FsError::Stale)) => Ok(0),
+        Err(e) if matches!(super::fs_error_of(&e), Some(FsError::NotFound | FsError::Stale)) => Ok(0),
         other => other,
     }
 }

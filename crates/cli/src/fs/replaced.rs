@@ -8,7 +8,7 @@ use std::cell::Cell;
 use std::io::{self, Write};
 
 use anyhow::Result;
-use tessera_client::{ClientError, FsError};
+use tessera_client::FsError;
 
 /// Reads of one path, in all: a file replaced this often in a row is being rewritten
 /// continually, and the error says so.
@@ -16,14 +16,7 @@ const ATTEMPTS: u32 = 3;
 
 /// Whether `e` says the file that was open is gone from the namespace (replaced or removed).
 pub fn was_replaced(e: &anyhow::Error) -> bool {
-    // A read behind `io::Read` carries the client's error inside an `io::Error`, whose
-    // `source()` skips it.
-    let client_error = |c: &(dyn std::error::Error + 'static)| {
-        c.downcast_ref::<ClientError>()
-            .or_else(|| c.downcast_ref::<io::Error>().and_then(|io| io.get_ref()).and_then(|inner| inner.downcast_ref::<ClientError>()))
-            .is_some_and(|c| c.fs_error() == Some(FsError::Stale))
-    };
-    e.chain().any(client_error)
+    super::fs_error_of(e) == Some(FsError::Stale)
 }
 
 /// Runs `read` (which opens `path` itself) again while it fails because the file it opened

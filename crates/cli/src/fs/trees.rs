@@ -58,12 +58,7 @@ impl<L, R> Default for Plan<L, R> {
 /// Only the cluster's refusals count (a Tessera file read through `io::Read` carries its
 /// error inside an `io::Error`); a local file's EACCES is not the source's and stops the copy.
 pub(super) fn permission_denied(e: &anyhow::Error) -> bool {
-    use tessera_client::ClientError;
-    let denied = |ce: &ClientError| ce.fs_error() == Some(FsError::Access);
-    e.chain().any(|c| {
-        c.downcast_ref::<ClientError>().is_some_and(denied)
-            || c.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()).and_then(|inner| inner.downcast_ref::<ClientError>()).is_some_and(denied)
-    })
+    super::fs_error_of(e) == Some(FsError::Access)
 }
 
 /// Whether `e` is this host refusing to let the user read a local file or directory.
