@@ -123,6 +123,11 @@ fn commands_act_for_the_user_who_runs_them() {
     // A copy over a file is a write to it: root's 0644 file is not the user's to replace.
     let err = c.user_fails(&["put", path(&input), "/pub/roots"]);
     assert!(err.contains("permission denied (mode 0644, owner 0:0, gives uid 1000 no write permission"), "{err}");
+    // touch: a user with write permission may stamp a file it does not own, as with GNU touch.
+    assert!(c.user_fails(&["touch", "/pub/roots"]).contains("permission denied"), "0644: no write for others");
+    c.as_root(&["chmod", "666", "/pub/roots"]);
+    c.user_ok(&["touch", "/pub/roots"]);
+    c.as_root(&["chmod", "644", "/pub/roots"]);
     // /pub is sticky: root's file there is root's to remove.
     assert!(c.user_fails(&["rm", "/pub/roots"]).contains("operation not permitted"));
     let listing = String::from_utf8_lossy(&c.as_root(&["ls", "/private", "/pub"]).stdout).into_owned();

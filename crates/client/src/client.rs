@@ -238,7 +238,7 @@ impl Inner {
     pub fn create_in(self: &Arc<Self>, dir: InodeId, name: &str, path: &str, mode: u32, stripe: Option<StripeHint>) -> Result<File, ClientError> {
         let request = Request::Create { parent: dir, name: name.to_string(), new: self.new_inode(mode), stripe };
         match self.call(dir, "create", path, request)? {
-            Reply::Created { attr, layout, grant } => File::new(self.clone(), path, attr.ino, layout, &grant),
+            Reply::Created { attr, layout, grant } => File::new(self.clone(), path, attr.ino, attr.mode, layout, &grant),
             other => Err(self.unexpected(dir, "create", &other)),
         }
     }
@@ -392,7 +392,7 @@ impl Client {
             match self.inner.layout(attr.ino, "open", path) {
                 Err(e) if matches!(e.fs_error(), Some(FsError::Stale | FsError::NotFound)) && attempt < OPEN_ATTEMPTS => attempt += 1,
                 Err(e) => return Err(e),
-                Ok((layout, grant)) => return File::new(self.inner.clone(), path, attr.ino, layout, &grant),
+                Ok((layout, grant)) => return File::new(self.inner.clone(), path, attr.ino, attr.mode, layout, &grant),
             }
         }
     }
@@ -496,6 +496,15 @@ impl Client {
         }
         let attr = self.inner.resolve_followed("utimes", path)?;
         let changes = SetAttrs { atime, mtime, ..SetAttrs::default() };
+        self.inner.attr_of(attr.ino, "utimes", path, Request::SetAttr { ino: attr.ino, changes })
+    }
+
+    /// Sets the access and modification times to the metadata server's clock, as utimensat(2)
+    /// with UTIME_NOW, which `touch` uses: the owner may, and so may anyone with write
+    /// permission (setting a time of one's choosing needs ownership).
+    pub fn set_times_to_now(&self, path: &str) -> Result<Attr, ClientError> {
+        let attr = self.inner.resolve_followed("utimes", path)?;
+        let changes = SetAttrs { times_to_now: true, ..SetAttrs::default() };
         self.inner.attr_of(attr.ino, "utimes", path, Request::SetAttr { ino: attr.ino, changes })
     }
 

@@ -7,10 +7,11 @@
 //! the size only when some object reported a read past its end (then it asks every object for
 //! its length, in parallel), so a read wholly inside the file costs one command per OSD.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tessera_layout::Extent;
-use tessera_mds_proto::{Attr, FileLayout, FsError, InodeId, ObjectCredential, Request};
+use tessera_mds_proto::{Attr, FileLayout, FsError, InodeId, ObjectCredential, Request, SetAttrs};
 use tessera_osd_proto::{AttrId, Attribute, RetrievedAttr};
 use tessera_security::clock::now_ms;
 
@@ -30,6 +31,9 @@ pub struct File {
     write_through: bool,
     /// The capabilities for this file's objects, while it is open.
     grant: Mutex<FileGrant>,
+    /// The file had setuid or setgid bits that a write by this client's user takes away
+    /// ([`File::writing`]), and none has been written through this handle yet.
+    drops_privileges: AtomicBool,
 }
 
 impl std::fmt::Debug for File {
@@ -39,10 +43,25 @@ impl std::fmt::Debug for File {
 }
 
 impl File {
-    pub(crate) fn new(inner: Arc<Inner>, path: &str, ino: InodeId, layout: FileLayout, grant: &[ObjectCredential]) -> Result<File, ClientError> {
+    /// `mode` is the file's mode when it was looked up or made.
+    pub(crate) fn new(inner: Arc<Inner>, path: &str, ino: InodeId, mode: u32, layout: FileLayout, grant: &[ObjectCredential]) -> Result<File, ClientError> {
         let credentials = decode_grant(&layout, grant, path)?;
         let grant = Mutex::new(FileGrant::hold(&inner.pool.books(), &layout, credentials));
-        Ok(File { inner, path: path.to_string(), ino, layout, write_through: false, grant })
+        let drops_privileges = AtomicBool::new(inner.caller.write_drops_privileges(mode));
+        Ok(File { inner, path: path.to_string(), ino, layout, write_through: false, grant, drops_privileges })
+    }
+
+    /// Runs `op`, a write of this file's data, as [`File::authorized`] does. Before the first
+    /// write through this handle to a file with setuid or setgid bits, the metadata server is
+    /// asked to clear them, as a write on Linux clears them: the OSDs that take the write
+    /// never see the mode. Other files pay one atomic load.
+    pub(crate) fn writing<R>(&self, op: impl FnMut() -> Result<R, ClientError>) -> Result<R, ClientError> {
+        if self.drops_privileges.load(Ordering::Acquire) {
+            let changes = SetAttrs { drop_privileges: true, ..SetAttrs::default() };
+            self.inner.attr_of(self.ino, "write", &self.path, Request::SetAttr { ino: self.ino, changes })?;
+            self.drops_privileges.store(false, Ordering::Release);
+        }
+        self.authorized("write", op)
     }
 
     /// Runs `op`, an OSD operation on this file's objects, with valid credentials: a grant
@@ -145,7 +164,7 @@ impl File {
         if buf.is_empty() {
             return Ok(0);
         }
-        self.authorized("write", || self.striped().write(&[Extent { offset, len: buf.len() as u64 }], buf, Mode::Auto, self.write_through))?;
+        self.writing(|| self.striped().write(&[Extent { offset, len: buf.len() as u64 }], buf, Mode::Auto, self.write_through))?;
         Ok(buf.len())
     }
 
@@ -161,7 +180,7 @@ impl File {
     /// Writes `buf` (the extents' bytes end to end) to a list of file extents. Overlapping
     /// extents resolve as on a plain file: the later one wins.
     pub fn write_extents(&self, extents: &[Extent], buf: &[u8], mode: Mode) -> Result<(), ClientError> {
-        self.authorized("write", || self.striped().write(extents, buf, mode, self.write_through))
+        self.writing(|| self.striped().write(extents, buf, mode, self.write_through))
     }
 
     /// The whole file.

@@ -42,7 +42,7 @@ impl File {
 
     /// Writes the memory regions to the file extents (see the module docs).
     pub fn write_list(&self, mem: &[&[u8]], file: &[Extent], mode: Mode) -> Result<(), ClientError> {
-        self.authorized("write", || self.striped().write_regions(file, mem, mode, self.write_through()))
+        self.writing(|| self.striped().write_regions(file, mem, mode, self.write_through()))
     }
 
     /// `preadv` at many offsets: each buffer is filled from the file at its own offset, in one
@@ -61,7 +61,7 @@ impl File {
     pub fn pwrite_vec(&self, writes: &[(u64, &[u8])], mode: Mode) -> Result<(), ClientError> {
         let file: Vec<Extent> = writes.iter().map(|(offset, buf)| Extent { offset: *offset, len: buf.len() as u64 }).collect();
         let regions: Vec<&[u8]> = writes.iter().map(|(_, buf)| *buf).collect();
-        self.authorized("write", || self.striped().write_regions(&file, &regions, mode, self.write_through()))
+        self.writing(|| self.striped().write_regions(&file, &regions, mode, self.write_through()))
     }
 
     /// Reads a strided pattern's blocks into `buf`, end to end.

@@ -1,7 +1,8 @@
 //! Goal: the metadata servers enforce POSIX permissions for the user each request names:
 //! directory modes decide who may walk, list and change a directory; only owners change modes
 //! and times, and only the superuser gives a file away; a sticky directory keeps users from
-//! removing each other's entries; a file's data is granted by its mode for the caller's class.
+//! removing each other's entries; a file's data is granted by its mode for the caller's class;
+//! a writer may touch a file, and writes and owner changes clear setuid and setgid as on Linux.
 //! Method: one or two metadata servers and two OSDs under CMDRSP on loopback, and clients
 //! acting for the superuser and for three users (`Client::connect_for`).
 
@@ -130,6 +131,56 @@ fn only_owners_change_modes_and_times_and_only_the_superuser_gives_files_away() 
     bob.rename("/shared/b1", "/shared/b3").unwrap();
     bob.chmod("/shared/b3", 0o755).unwrap();
     bob.rename("/shared/b3", "/shared/b2/b1").unwrap();
+}
+
+#[test]
+fn a_writer_may_touch_a_file_and_writes_and_owner_changes_take_its_privilege_bits() {
+    let cluster = start(2, 1);
+    let People { root, alice, bob, carol } = people(&cluster);
+    let mode = |path: &str| root.stat(path).unwrap().mode & 0o7777;
+    root.mkdir("/proj", 0o777).unwrap();
+    alice.create("/proj/tool", 0o664, None).unwrap();
+    alice.chown("/proj/tool", None, Some(50)).unwrap();
+
+    // touch: the owner or any writer stamps the server's time; a time of one's choosing
+    // needs ownership.
+    let old = Timespec { secs: 1_000_000, nanos: 0 };
+    alice.set_times("/proj/tool", Some(old), Some(old)).unwrap();
+    let stamped = carol.set_times_to_now("/proj/tool").unwrap();
+    assert!(stamped.mtime.secs > old.secs && stamped.atime == stamped.mtime, "carol may write (group 50), so she may touch: {stamped:?}");
+    assert_eq!(fs_err(bob.set_times_to_now("/proj/tool")), FsError::Access, "bob may only read");
+    assert_eq!(fs_err(carol.set_times("/proj/tool", Some(old), Some(old))), FsError::NotPermitted);
+
+    // A write by anyone but the superuser clears setuid, and setgid with group execute.
+    alice.chmod("/proj/tool", 0o6775).unwrap();
+    root.open("/proj/tool").unwrap().pwrite(0, b"root's").unwrap();
+    assert_eq!(mode("/proj/tool"), 0o6775, "the superuser's write keeps them");
+    let tool = carol.open("/proj/tool").unwrap();
+    tool.pwrite(0, b"carol's").unwrap();
+    assert_eq!(mode("/proj/tool"), 0o0775);
+    alice.chmod("/proj/tool", 0o2765).unwrap();
+    carol.open("/proj/tool").unwrap().pwrite(0, b"carol's").unwrap();
+    assert_eq!(mode("/proj/tool"), 0o2765, "setgid without group execute is no privilege, and stays");
+    alice.chmod("/proj/tool", 0o4775).unwrap();
+    carol.truncate("/proj/tool", 3).unwrap();
+    assert_eq!(mode("/proj/tool"), 0o0775, "a truncate is a write");
+    let own = alice.create("/proj/own", 0o4755, None).unwrap();
+    own.pwrite(0, b"x").unwrap();
+    assert_eq!(mode("/proj/own"), 0o0755, "the owner's own write too");
+
+    // A change of owner clears them, even by the superuser; a directory keeps them.
+    alice.chmod("/proj/tool", 0o6775).unwrap();
+    root.chown("/proj/tool", Some(2000), None).unwrap();
+    assert_eq!(mode("/proj/tool"), 0o0775);
+    root.mkdir("/proj/d", 0o2775).unwrap();
+    root.chown("/proj/d", Some(1000), Some(50)).unwrap();
+    assert_eq!(mode("/proj/d"), 0o2775);
+
+    // chmod by an owner outside the file's group drops setgid, without an error.
+    root.chown("/proj/tool", Some(2000), Some(50)).unwrap();
+    assert_eq!(bob.chmod("/proj/tool", 0o2775).unwrap().mode & 0o7777, 0o0775, "bob is not in group 50");
+    root.chown("/proj/tool", Some(1000), Some(50)).unwrap();
+    assert_eq!(alice.chmod("/proj/tool", 0o2775).unwrap().mode & 0o7777, 0o2775, "alice is");
 }
 
 #[test]

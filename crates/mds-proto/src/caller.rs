@@ -80,6 +80,13 @@ impl Caller {
         }
     }
 
+    /// Whether a write by this caller takes the privilege bits off a file of `mode`
+    /// ([`crate::mode::without_privileges`]); the superuser's keeps them, as Linux's
+    /// CAP_FSETID does.
+    pub fn write_drops_privileges(&self, mode: u32) -> bool {
+        !self.is_root() && crate::mode::without_privileges(mode) != mode
+    }
+
     /// Whether `gid` is the caller's primary or one of its supplementary groups.
     pub fn in_group(&self, gid: u32) -> bool {
         self.gid == gid || self.groups.contains(&gid)

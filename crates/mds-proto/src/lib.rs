@@ -22,6 +22,7 @@ pub mod frame;
 pub mod grant;
 pub mod fuzzing;
 pub mod limits;
+pub mod mode;
 pub mod reply;
 pub mod request;
 pub mod types;

@@ -181,7 +181,8 @@ impl Attr {
     }
 }
 
-/// chmod / chown / utimes in one message: only the `Some` fields change.
+/// chmod / chown / utimes in one message: only the `Some` fields change, and the two flags
+/// ask for what a caller without ownership may still do to a file it can write.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SetAttrs {
     pub mode: Option<u32>,
@@ -189,7 +190,20 @@ pub struct SetAttrs {
     pub gid: Option<u32>,
     pub atime: Option<Timespec>,
     pub mtime: Option<Timespec>,
+    /// Both times become the server's clock, as utimensat(2) with UTIME_NOW (what `touch`
+    /// does): allowed to the owner and to anyone with write permission. Exclusive with
+    /// `atime` and `mtime`.
+    pub times_to_now: bool,
+    /// Clear the set-user-ID bit, and the set-group-ID bit where group execute is set, as a
+    /// write by anyone but the superuser does on Linux; the client sends it before its first
+    /// write to such a file, since writes go to the OSDs. Allowed to anyone with write
+    /// permission.
+    pub drop_privileges: bool,
 }
+
+/// Bits of the flags byte that ends an encoded [`SetAttrs`].
+const TIMES_TO_NOW: u8 = 1;
+const DROP_PRIVILEGES: u8 = 2;
 
 impl SetAttrs {
     pub fn encode(&self, w: &mut Writer) {
@@ -199,16 +213,29 @@ impl SetAttrs {
         for t in [self.atime, self.mtime] {
             w.option(&t, |w, t| t.encode(w));
         }
+        w.u8(if self.times_to_now { TIMES_TO_NOW } else { 0 } | if self.drop_privileges { DROP_PRIVILEGES } else { 0 });
     }
 
     pub fn decode(r: &mut Reader) -> Result<SetAttrs, DecodeError> {
-        Ok(SetAttrs {
+        let mut changes = SetAttrs {
             mode: r.option(|r| r.u32())?,
             uid: r.option(|r| r.u32())?,
             gid: r.option(|r| r.u32())?,
             atime: r.option(Timespec::decode)?,
             mtime: r.option(Timespec::decode)?,
-        })
+            ..SetAttrs::default()
+        };
+        let at = r.position();
+        let flags = r.u8()?;
+        if flags & !(TIMES_TO_NOW | DROP_PRIVILEGES) != 0 {
+            return Err(DecodeError::UnknownTag { what: "setattr flag", value: flags as u32, at });
+        }
+        changes.times_to_now = flags & TIMES_TO_NOW != 0;
+        changes.drop_privileges = flags & DROP_PRIVILEGES != 0;
+        if changes.times_to_now && (changes.atime.is_some() || changes.mtime.is_some()) {
+            return Err(DecodeError::Invalid { what: "setattr asking for both given times and the server's", at });
+        }
+        Ok(changes)
     }
 }
 

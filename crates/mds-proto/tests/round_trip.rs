@@ -66,8 +66,19 @@ fn layout_and_grant() -> impl Strategy<Value = (FileLayout, Grant)> {
 }
 
 fn request() -> impl Strategy<Value = Request> {
-    let set = (any::<[Option<u32>; 3]>(), prop::option::of(ts()), prop::option::of(ts()))
-        .prop_map(|(v, atime, mtime)| SetAttrs { mode: v[0], uid: v[1], gid: v[2], atime, mtime });
+    let times = prop_oneof![
+        (prop::option::of(ts()), prop::option::of(ts())).prop_map(|(atime, mtime)| (atime, mtime, false)),
+        Just((None, None, true)),
+    ];
+    let set = (any::<[Option<u32>; 3]>(), times, any::<bool>()).prop_map(|(v, (atime, mtime, times_to_now), drop_privileges)| SetAttrs {
+        mode: v[0],
+        uid: v[1],
+        gid: v[2],
+        atime,
+        mtime,
+        times_to_now,
+        drop_privileges,
+    });
     prop_oneof![
         (ino(), name()).prop_map(|(parent, name)| Request::Lookup { parent, name }),
         ino().prop_map(|ino| Request::GetAttr { ino }),
@@ -206,6 +217,25 @@ fn hostile_lengths_are_refused_before_allocation() {
     body.push(GROUPS_MAX as u8 + 1);
     body.extend(std::iter::repeat_n(0u8, 4 * (GROUPS_MAX + 1) + 1));
     assert!(matches!(Frame::decode_body(&body), Err(DecodeError::TooLong { what: "group count", at: 17, .. })));
+}
+
+/// Goal: a setattr's flags byte holds only known flags, and never asks for given times and the
+/// server's clock at once.
+#[test]
+fn setattr_flags_are_known_and_consistent() {
+    let encoded = |changes: SetAttrs| {
+        let mut w = wire::Writer::default();
+        changes.encode(&mut w);
+        w.buf
+    };
+    let now = SetAttrs { times_to_now: true, ..SetAttrs::default() };
+    let mut bytes = encoded(now);
+    assert_eq!(SetAttrs::decode(&mut wire::Reader::new(&bytes)), Ok(now));
+    *bytes.last_mut().unwrap() = 4;
+    assert!(matches!(SetAttrs::decode(&mut wire::Reader::new(&bytes)), Err(DecodeError::UnknownTag { what: "setattr flag", value: 4, .. })));
+    let mut both = encoded(SetAttrs { mtime: Some(Timespec { secs: 1, nanos: 0 }), ..SetAttrs::default() });
+    *both.last_mut().unwrap() = 1;
+    assert!(matches!(SetAttrs::decode(&mut wire::Reader::new(&both)), Err(DecodeError::Invalid { .. })));
 }
 
 #[test]

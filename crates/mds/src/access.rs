@@ -8,6 +8,7 @@
 //! stops root's writes, the rule capabilities enforced before users were known.
 
 use tessera_mds_proto::request::NewInode;
+use tessera_mds_proto::mode::{without_privileges, SETGID, STICKY};
 use tessera_mds_proto::{Attr, Caller, FileType, FsError, SetAttrs};
 
 use crate::store::InodeRow;
@@ -36,13 +37,6 @@ pub const READ: u32 = 4;
 pub const WRITE: u32 = 2;
 /// Execute, or search for a directory: what walking through it needs.
 pub const SEARCH: u32 = 1;
-
-/// The sticky bit: in such a directory only an entry's owner, the directory's owner or the
-/// superuser may remove or rename the entry (/tmp).
-const STICKY: u32 = 0o1000;
-
-/// The setgid bit on a directory: new entries take its group ([`inherited`]).
-const SETGID: u32 = 0o2000;
 
 fn class_bits(caller: &Caller, inode: &impl Owned) -> u32 {
     let (uid, gid, mode) = inode.owner();
@@ -120,7 +114,35 @@ pub fn setattr(caller: &Caller, row: &impl Owned, changes: &SetAttrs) -> Result<
     if changes.mode.is_some() || changes.atime.is_some() || changes.mtime.is_some() || regroups {
         owns(caller, row)?;
     }
+    // What a writer may do to a file it does not own: stamp it with the time (touch), and
+    // give up the privilege bits its write takes away.
+    if changes.times_to_now || changes.drop_privileges {
+        owns(caller, row).or_else(|_| check(caller, row, WRITE))?;
+    }
     Ok(())
+}
+
+/// The mode `changes` leave on an inode of `kind`, after the rules Linux applies to the
+/// privilege bits, for every caller the superuser included unless said otherwise:
+/// - a change of owner or group of anything but a directory clears setuid, and setgid where
+///   group execute is set, so a file cannot keep running as someone it no longer belongs to;
+/// - `drop_privileges` clears the same bits (what a write does);
+/// - a mode given outright is taken as given, except that a caller other than the superuser
+///   who is not in the file's (new) group loses the setgid bit, without an error, as chmod(2)
+///   says.
+pub fn mode_after(caller: &Caller, row: &impl Owned, kind: FileType, changes: &SetAttrs) -> u32 {
+    let (_, gid, mut mode) = row.owner();
+    let owner_changes = changes.uid.is_some() || changes.gid.is_some();
+    if changes.drop_privileges || (owner_changes && kind != FileType::Directory) {
+        mode = without_privileges(mode);
+    }
+    if let Some(given) = changes.mode {
+        mode = given;
+        if !caller.is_root() && !caller.in_group(changes.gid.unwrap_or(gid)) {
+            mode &= !SETGID;
+        }
+    }
+    mode
 }
 
 #[cfg(test)]
@@ -169,6 +191,44 @@ mod tests {
         assert_eq!(setattr(&alice, &mine, &SetAttrs { gid: Some(51), ..SetAttrs::default() }), Err(FsError::NotPermitted));
         assert_eq!(setattr(&alice, &bobs, &SetAttrs { gid: Some(50), ..SetAttrs::default() }), Err(FsError::NotPermitted));
         assert_eq!(setattr(&Caller::ROOT, &bobs, &SetAttrs { uid: Some(1), gid: Some(1), ..mode }), Ok(()));
+    }
+
+    #[test]
+    fn a_writer_may_stamp_the_time_and_give_up_privilege_bits_but_not_set_times() {
+        let alice = ALICE();
+        let shared = row(2000, 50, 0o664);
+        let now = SetAttrs { times_to_now: true, ..SetAttrs::default() };
+        let drop = SetAttrs { drop_privileges: true, ..SetAttrs::default() };
+        assert_eq!(setattr(&alice, &shared, &now), Ok(()), "group write permission lets touch stamp the time");
+        assert_eq!(setattr(&alice, &shared, &drop), Ok(()));
+        assert_eq!(setattr(&alice, &row(2000, 51, 0o664), &now), Err(FsError::Access), "neither owner nor writer");
+        assert_eq!(setattr(&alice, &row(2000, 51, 0o664), &drop), Err(FsError::Access));
+        assert_eq!(setattr(&alice, &row(1000, 51, 0o444), &now), Ok(()), "the owner needs no write permission");
+        let given = SetAttrs { mtime: Some(Timespec { secs: 5, nanos: 0 }), ..SetAttrs::default() };
+        assert_eq!(setattr(&alice, &shared, &given), Err(FsError::NotPermitted), "a time of one's choosing needs ownership");
+    }
+
+    #[test]
+    fn privilege_bits_go_with_a_change_of_owner_a_write_or_a_group_one_is_not_in() {
+        let alice = ALICE();
+        let file = |mode| InodeRow { kind: FileType::Regular, ..row(1000, 1000, mode) };
+        let chown = SetAttrs { uid: Some(1000), ..SetAttrs::default() };
+        let chgrp = SetAttrs { gid: Some(50), ..SetAttrs::default() };
+        let drop = SetAttrs { drop_privileges: true, ..SetAttrs::default() };
+        let mode_after = |caller: &Caller, r: &InodeRow, c: &SetAttrs| mode_after(caller, r, r.kind, c);
+        assert_eq!(mode_after(&Caller::ROOT, &file(0o6755), &chown), 0o0755, "even the superuser's chown clears them");
+        assert_eq!(mode_after(&alice, &file(0o6745), &chgrp), 0o2745, "setgid without group execute stays");
+        assert_eq!(mode_after(&alice, &row(1000, 1000, 0o6755), &chgrp), 0o6755, "a directory keeps its bits");
+        assert_eq!(mode_after(&alice, &file(0o4755), &drop), 0o0755);
+        assert_eq!(mode_after(&alice, &file(0o2755), &drop), 0o0755);
+        assert_eq!(mode_after(&alice, &file(0o2745), &drop), 0o2745);
+        assert_eq!(mode_after(&alice, &file(0o755), &SetAttrs { mode: Some(0o2755), ..SetAttrs::default() }), 0o2755, "in its own group");
+        assert_eq!(mode_after(&alice, &InodeRow { gid: 51, ..file(0o755) }, &SetAttrs { mode: Some(0o6755), ..SetAttrs::default() }), 0o4755, "not in the file's group: setgid dropped");
+        assert_eq!(mode_after(&alice, &InodeRow { gid: 51, ..file(0o755) }, &SetAttrs { mode: Some(0o2755), gid: Some(50), ..SetAttrs::default() }), 0o2755, "the new group counts");
+        assert_eq!(mode_after(&Caller::ROOT, &InodeRow { gid: 51, ..file(0o755) }, &SetAttrs { mode: Some(0o2755), ..SetAttrs::default() }), 0o2755);
+        assert_eq!(mode_after(&Caller::ROOT, &file(0o6755), &SetAttrs { uid: Some(1), mode: Some(0o6755), ..SetAttrs::default() }), 0o6755, "a mode given with the chown is taken as given");
+        assert!(alice.write_drops_privileges(0o4644) && alice.write_drops_privileges(0o2754));
+        assert!(!alice.write_drops_privileges(0o2744) && !Caller::ROOT.write_drops_privileges(0o4755));
     }
 
     #[test]

@@ -541,9 +541,9 @@ mod tests {
             // see them written first, or the commit's settle would overwrite its time.
             let (p1, f1) = gc.start_write(create_step("f1", created_at)).unwrap();
             let (p2, f2) = gc.start_write(create_step("f2", created_at)).unwrap();
-            let changes = tessera_mds_proto::SetAttrs { mode: None, uid: None, gid: None, atime: None, mtime: Some(set_at) };
+            let changes = tessera_mds_proto::SetAttrs { mtime: Some(set_at), ..Default::default() };
             let changed_at = Timespec { secs: 70, nanos: 0 };
-            let (g3, _) = gc.run_step(move |s| s.setattr(InodeId::ROOT, &changes, changed_at), StepKind::Guarded).unwrap();
+            let (g3, _) = gc.run_step(move |s| s.setattr(&tessera_mds_proto::Caller::ROOT, InodeId::ROOT, &changes, changed_at), StepKind::Guarded).unwrap();
             assert_eq!(p1.group, p2.group);
             assert_eq!(p2.group, g3);
             let (f1, f2) = (f1.unwrap(), f2.unwrap());
@@ -624,8 +624,8 @@ mod tests {
         assert_eq!(changes(&gc) - before, 3 + 1 + 1, "after another step, the directory is written again");
         // A utimes in between changes the stored time: the next create in the tick writes it.
         let set_at = Timespec { secs: 50, nanos: 0 };
-        let changes_ = tessera_mds_proto::SetAttrs { mode: None, uid: None, gid: None, atime: None, mtime: Some(set_at) };
-        gc.write(move |s| s.setattr(InodeId::ROOT, &changes_, Timespec { secs: 60, nanos: 0 })).unwrap();
+        let changes_ = tessera_mds_proto::SetAttrs { mtime: Some(set_at), ..Default::default() };
+        gc.write(move |s| s.setattr(&tessera_mds_proto::Caller::ROOT, InodeId::ROOT, &changes_, Timespec { secs: 60, nanos: 0 })).unwrap();
         create(&gc, "c", at(950));
         assert_eq!(root_times(&gc), (tick, tick), "the create after the utimes is written, not skipped");
         // The next tick is written too, and survives a reopen.

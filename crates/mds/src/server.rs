@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tessera_mds_proto::request::NewInode;
-use tessera_mds_proto::{Attr, Caller, ClusterMap, DirEntry, FileLayout, FileType, FsError, InodeId, ObjectRef, Reply, Request, StripeHint, Timespec};
+use tessera_mds_proto::{Attr, Caller, ClusterMap, DirEntry, FileLayout, FileType, FsError, InodeId, ObjectRef, Reply, Request, SetAttrs, StripeHint, Timespec};
 use tessera_security::clock::now_ms;
 use thiserror::Error;
 
@@ -429,7 +429,7 @@ impl Mds {
         match request {
             R::Lookup { parent, name } => self.lookup(parent, &name).map(Reply::Attr),
             R::GetAttr { ino } => self.local_attr(ino).map(Reply::Attr),
-            R::SetAttr { ino, changes } => self.setattr(ino, &changes).map(Reply::Attr),
+            R::SetAttr { ino, changes } => self.setattr(caller, ino, &changes).map(Reply::Attr),
             R::Mkdir { parent, name, new } => self.mkdir(parent, &name, &new).map(Reply::Attr),
             R::Rmdir { parent, name } => self.rmdir(parent, &name).map(|()| Reply::Done),
             // `answer` routes creates to `create`; this only keeps the match whole.
@@ -637,7 +637,7 @@ impl Mds {
     /// the revocation journal; then each OSD is told. If one cannot be reached the answer is
     /// EIO (the revocation is not complete yet) and the journal completes it once the OSD is
     /// back (revocation.rs).
-    fn setattr(&self, ino: InodeId, changes: &tessera_mds_proto::SetAttrs) -> Result<Attr, FsError> {
+    fn setattr(&self, caller: &Caller, ino: InodeId, changes: &tessera_mds_proto::SetAttrs) -> Result<Attr, FsError> {
         let revoke = changes.mode.is_some() && self.config.security.is_some();
         let tag = fresh_policy_tag();
         // A regular file's last write is on its OSDs: read before a change that keeps the mtime.
@@ -650,7 +650,7 @@ impl Mds {
             _ => None,
         };
         let (row, owed) = self.ns.write(|s| {
-            let row = s.setattr_after_writes(ino, changes, now(), data_changed)?;
+            let row = s.setattr_after_writes(caller, ino, changes, now(), data_changed)?;
             if row.kind != FileType::Regular || !revoke {
                 return Ok((row, Vec::new()));
             }
@@ -791,6 +791,8 @@ impl Mds {
     /// already down fails the truncate with nothing changed), and the lengths are journaled
     /// before any is set, so an OSD that fails part-way gets its length when it returns
     /// (`truncation.rs`); the caller is told EIO meanwhile.
+    ///
+    /// By anyone but the superuser it also clears the setuid and setgid bits, as a write does.
     fn truncate(&self, caller: &Caller, ino: InodeId, size: u64) -> Result<Attr, FsError> {
         let (layout, bits) = self.ns.read(|s| Ok((s.layout(ino)?, access::file_bits(caller, &s.inode(ino)?))))?;
         if bits & access::WRITE == 0 {
@@ -799,7 +801,12 @@ impl Mds {
         self.data_of(&layout)?;
         let (row, owed) = self.ns.write(|s| {
             let owed = s.journal_truncate(ino, size)?;
-            Ok((s.touch_file(ino, now())?, owed))
+            let row = s.touch_file(ino, now())?;
+            // A truncate is a write: by anyone but the superuser it takes the privilege bits.
+            match caller.write_drops_privileges(row.mode) {
+                true => Ok((s.setattr(caller, ino, &SetAttrs { drop_privileges: true, ..SetAttrs::default() }, row.ctime)?, owed)),
+                false => Ok((row, owed)),
+            }
         })?;
         truncation::set_lengths(&self.ns, self.objects.as_ref(), &owed)?;
         Ok(row.attr(size))

@@ -18,7 +18,7 @@ mod split;
 use rusqlite::{params, Connection, OptionalExtension};
 use tessera_mds_proto::limits::{NAME_LEN_MAX, READDIR_ENTRIES_MAX};
 use tessera_mds_proto::request::NewInode;
-use tessera_mds_proto::{Attr, FileType, FsError, InodeId, SetAttrs, StatFs, StripeHint, Timespec};
+use tessera_mds_proto::{Attr, Caller, FileType, FsError, InodeId, SetAttrs, StatFs, StripeHint, Timespec};
 
 pub use files::NewFile;
 pub use precreate::INITIAL_POLICY_TAG;
@@ -464,29 +464,29 @@ impl Store {
         Ok((entries, more))
     }
 
-    /// chmod / chown / utimes; ctime always moves.
-    pub fn setattr(&mut self, ino: InodeId, c: &SetAttrs, now: Timespec) -> Result<InodeRow, FsError> {
-        self.setattr_after_writes(ino, c, now, None)
+    /// chmod / chown / utimes by `caller`, already authorized (the caller decides only which
+    /// privilege bits survive: `access::mode_after`); ctime always moves.
+    pub fn setattr(&mut self, caller: &Caller, ino: InodeId, c: &SetAttrs, now: Timespec) -> Result<InodeRow, FsError> {
+        self.setattr_after_writes(caller, ino, c, now, None)
     }
 
     /// [`Store::setattr`] for a regular file whose data last changed at `data_changed` (on its
     /// OSDs, where this store does not see it): a change that leaves the mtime alone keeps
     /// that later time as the stored mtime, since the new ctime would hide it (`server.rs`,
     /// `with_data`).
-    pub fn setattr_after_writes(&mut self, ino: InodeId, c: &SetAttrs, now: Timespec, data_changed: Option<Timespec>) -> Result<InodeRow, FsError> {
+    pub fn setattr_after_writes(&mut self, caller: &Caller, ino: InodeId, c: &SetAttrs, now: Timespec, data_changed: Option<Timespec>) -> Result<InodeRow, FsError> {
         let tx = &self.conn;
         self.check_local(ino)?;
         let mut row = load_inode(tx, ino)?;
         if let Some(t) = data_changed {
             row.mtime = row.mtime.max(t);
         }
-        if let Some(mode) = c.mode {
-            row.mode = mode & MODE_MASK;
-        }
+        row.mode = crate::access::mode_after(caller, &row, row.kind, c) & MODE_MASK;
         row.uid = c.uid.unwrap_or(row.uid);
         row.gid = c.gid.unwrap_or(row.gid);
-        row.atime = c.atime.unwrap_or(row.atime);
-        row.mtime = c.mtime.unwrap_or(row.mtime);
+        let stamp = c.times_to_now.then_some(now);
+        row.atime = c.atime.or(stamp).unwrap_or(row.atime);
+        row.mtime = c.mtime.or(stamp).unwrap_or(row.mtime);
         row.ctime = now;
         exec(tx, 
             "UPDATE inodes SET mode = ?2, uid = ?3, gid = ?4, atime_ns = ?5, mtime_ns = ?6, ctime_ns = ?7 WHERE ino = ?1",

@@ -78,7 +78,7 @@ fn namespace_operations_and_their_errors() {
 
     // chmod / chown / utimes.
     let t = Timespec { secs: 1_000_000, nanos: 5 };
-    let changes = SetAttrs { mode: Some(0o600), uid: Some(7), gid: None, atime: Some(t), mtime: Some(t) };
+    let changes = SetAttrs { mode: Some(0o600), uid: Some(7), gid: None, atime: Some(t), mtime: Some(t), ..SetAttrs::default() };
     let a = attr(m.handle(Request::SetAttr { ino: f.ino, changes }));
     assert_eq!((a.mode, a.uid, a.gid, a.mtime), (0o600, 7, 100, t));
 

@@ -1,11 +1,10 @@
 //! `touch`: make empty files, or set existing ones' access and modification times to now, as
-//! coreutils does.
-
-use std::time::{SystemTime, UNIX_EPOCH};
+//! coreutils does. "Now" is the metadata server's clock, the one that stamps every other
+//! change, and a user with write permission may touch a file it does not own.
 
 use anyhow::Result;
 use clap::Args;
-use tessera_client::{FsError, Timespec};
+use tessera_client::FsError;
 
 use super::links::through_links;
 use super::mode::process_umask;
@@ -26,8 +25,7 @@ pub struct TouchArgs {
 pub fn touch(args: TouchArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
     each_path("touch", &args.paths, |path| {
-        let now = now();
-        match client.set_times(path, Some(now), Some(now)) {
+        match client.set_times_to_now(path) {
             Err(e) if e.fs_error() == Some(FsError::NotFound) && !args.no_create => {
                 // Through a dangling symlink, the file is made where it points, as touch(1).
                 client.create(&through_links(&client, path)?, 0o666 & !process_umask(), None)?;
@@ -37,9 +35,4 @@ pub fn touch(args: TouchArgs) -> Result<()> {
             other => Ok(other.map(drop)?),
         }
     })
-}
-
-fn now() -> Timespec {
-    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    Timespec { secs: since.as_secs() as i64, nanos: since.subsec_nanos() }
 }
