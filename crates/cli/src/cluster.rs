@@ -8,6 +8,8 @@
 //! DIR/osd<i>/          object store of OSD i
 //! DIR/mds<i>/          namespace database of metadata server i
 //! DIR/keys/osd<i>.key  OSD i's master key (mode 0600): given to OSD i and the metadata servers
+//! DIR/keys/users.key   the user key (mode 0600): proofs of users are made with it
+//! DIR/agent.sock       the user agent, served by metadata server 0: proves local users
 //! DIR/logs/<name>.log  each daemon's log
 //! DIR/tessera.lock     locked by `tessera up` while it starts the daemons
 //! DIR/*/tessera.lock   locked by the daemon running on that store (crate::lock)
@@ -183,6 +185,8 @@ impl LocalCluster {
         };
         let mut config = ClusterConfig::new(mds_addrs.iter().map(|addr| MdsEntry { addr: addr.clone() }).collect(), osd_entries);
         config.chap_secret_file = chap;
+        config.user_key_file = Some(user_key_file(dir)?);
+        config.user_agent_socket = Some(dir.join(AGENT_SOCKET));
         let cluster_file = dir.join(CLUSTER_FILE);
         config.save(&cluster_file)?;
         let mut daemons = Vec::new();
@@ -375,6 +379,9 @@ fn spawn_mds(exe: &Path, dir: &Path, spec: &ClusterSpec, index: u32, addr: &str)
             args.extend(["--key-period".into(), format!("{}ms", t.as_millis())]);
         }
     }
+    if index == 0 {
+        args.extend(["--agent-socket".into(), path_str(&dir.join(AGENT_SOCKET))?.into()]);
+    }
     let (mut cmd, _) = spec.placement.command(exe, "mds", index)?;
     cmd.args(&args);
     let daemon = Daemon::spawn_command(cmd, &args.join(" "), Some(&log))?;
@@ -392,6 +399,23 @@ pub fn master_key_file(dir: &Path, index: u32) -> Result<PathBuf> {
     if !path.exists() {
         let mut key = [0u8; 32];
         getrandom::fill(&mut key).map_err(|e| anyhow::anyhow!("no randomness for a master key: {e}"))?;
+        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        write_private(&path, &format!("{hex}\n"))?;
+    }
+    Ok(path)
+}
+
+/// The user agent's socket under a cluster directory, served by metadata server 0.
+pub const AGENT_SOCKET: &str = "agent.sock";
+
+/// The cluster's user key file, made with a fresh random key (mode 0600, beside the master
+/// keys) unless it exists: with it the metadata servers ask every client to prove its user
+/// (docs/security.md, "Users").
+pub fn user_key_file(dir: &Path) -> Result<PathBuf> {
+    let path = keys_dir(dir)?.join("users.key");
+    if !path.exists() {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).map_err(|e| anyhow::anyhow!("no randomness for the user key: {e}"))?;
         let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
         write_private(&path, &format!("{hex}\n"))?;
     }

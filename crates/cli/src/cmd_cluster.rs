@@ -11,7 +11,6 @@ use clap::Args;
 use tessera_client::ClusterConfig;
 use tessera_initiator::iscsi::Session;
 use tessera_initiator::osd_client::OsdClient;
-use tessera_mds::MdsConnection;
 use tessera_mds_proto::Request;
 use tessera_osd_proto::{Command, OsdRequestBuilder};
 
@@ -303,7 +302,10 @@ pub fn status(args: StatusArgs) -> Result<()> {
     // Every daemon at once: a frozen one costs its probe timeout, and several should not
     // cost it one after another.
     let (mds_states, osd_states) = thread::scope(|scope| {
-        let mds: Vec<_> = config.mds.iter().map(|m| scope.spawn(|| probe_mds(&m.addr))).collect();
+        let mds: Vec<_> = config.mds.iter().enumerate().map(|(i, m)| scope.spawn({
+            let config = &config;
+            move || probe_mds(config, i as u32, &m.addr)
+        })).collect();
         let osds: Vec<_> = (0..config.osds.len()).map(|i| scope.spawn({
             let config = &config;
             move || probe_osd(config, i)
@@ -378,11 +380,11 @@ fn reachable(addr: &str) -> Result<()> {
     Ok(())
 }
 
-fn probe_mds(addr: &str) -> Result<String> {
+fn probe_mds(config: &ClusterConfig, index: u32, addr: &str) -> Result<String> {
     reachable(addr)?;
     // A stopped (SIGSTOP) server accepts connections but never answers: bounded, so status
     // can say so and go on to the next daemon.
-    let mut conn = MdsConnection::connect_with_timeout(addr, PROBE_TIMEOUT)?;
+    let mut conn = tessera_client::prover::open_mds(config, index, Some(PROBE_TIMEOUT))?;
     let counts = match conn.call(&Request::StatFs)? {
         Ok(tessera_mds_proto::Reply::StatFs(s)) => format!("{} files, {} directories", s.files, s.directories),
         Ok(other) => bail!("unexpected answer {other:?}"),

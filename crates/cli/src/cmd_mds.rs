@@ -74,6 +74,11 @@ pub struct MdsArgs {
     /// How often working keys rotate, e.g. 1h (at least the capability lifetime / 14).
     #[arg(long, default_value = "1h", value_parser = parse_duration)]
     key_period: Duration,
+    /// Also serve as this host's user agent on this unix socket: proves to the metadata
+    /// servers the user of any local process that asks (needs `user_key_file` in the cluster
+    /// file; `tessera up` gives it to metadata server 0). See `tessera agent --help`.
+    #[arg(long)]
+    agent_socket: Option<PathBuf>,
 }
 
 /// A method capabilities can name: NOSEC is refused (running without security is a flag of its
@@ -96,6 +101,12 @@ pub fn run(args: MdsArgs) -> Result<()> {
     // Held until this process exits, and taken before the OSDs are touched: a second server on
     // one namespace database fails its commits and would also re-key the OSDs.
     let _lock = DirLock::create_and_acquire(&args.data, "the metadata store")?;
+    let user_key = load_user_key(&cluster)?;
+    let agent = match (&args.agent_socket, &user_key) {
+        (Some(path), Some(key)) => Some((tessera_mds::user_agent::bind(path).with_context(|| format!("user agent socket {}", path.display()))?, key.clone())),
+        (Some(_), None) => bail!("--agent-socket needs the cluster file to name a user_key_file"),
+        (None, _) => None,
+    };
     let listen = args.listen.clone().unwrap_or_else(|| me.addr.clone());
     let listener = TcpListener::bind(&listen).with_context(|| format!("listening on {listen}"))?;
     let addr = listener.local_addr()?;
@@ -130,10 +141,14 @@ pub fn run(args: MdsArgs) -> Result<()> {
         default_stripe: StripeHint { stripe_unit: args.stripe_unit, stripe_count: args.stripe_count, start_osd: None },
         precreate: PrecreateConfig { batch: args.precreate_batch, low_water: args.precreate_low_water, ..PrecreateConfig::default() },
         security,
+        user_key,
     };
     let db = db_path(&args.data, args.index);
     let mds = Arc::new(Mds::open(&db, config, Arc::new(OsdObjects::new(nodes).with_probes(probes))).with_context(|| format!("opening {}", db.display()))?);
     tessera_mds::tcp::spawn(listener, mds.clone()).context("starting the listener")?;
+    if let Some((socket, key)) = agent {
+        tessera_mds::user_agent::spawn(socket, key).context("starting the user agent")?;
+    }
     println!(
         "{}",
         ready_line(&[("addr", addr.to_string()), ("index", args.index.to_string()), ("data", args.data.display().to_string())])
@@ -151,6 +166,9 @@ pub fn run(args: MdsArgs) -> Result<()> {
     loop {
         if let Some(signal) = signals.pending().next() {
             eprintln!("tessera mds: signal {signal}, shutting down");
+            if let Some(socket) = &args.agent_socket {
+                let _ = std::fs::remove_file(socket);
+            }
             // Every acknowledged namespace change is in a durable SQLite commit: nothing to flush.
             return Ok(());
         }
@@ -259,4 +277,25 @@ pub fn read_master_key(path: &Path) -> Result<Key> {
     tessera_iscsi::login::auth::check_file_mode(meta.permissions().mode()).with_context(|| format!("master key file {}", path.display()))?;
     let text = std::fs::read_to_string(path).with_context(|| format!("reading the master key file {}", path.display()))?;
     Key::from_hex(&text).with_context(|| format!("{} must hold a 32-byte key as 64 hex digits", path.display()))
+}
+
+/// The cluster's user key, when the cluster file names one: then every client must prove its
+/// user (docs/security.md, "Users"); without one, callers are believed, which the log says.
+fn load_user_key(cluster: &ClusterConfig) -> Result<Option<tessera_mds_proto::UserKey>> {
+    match &cluster.user_key_file {
+        Some(path) => Ok(Some(read_user_key(path)?)),
+        None => {
+            eprintln!("tessera mds: WARNING: the cluster file names no user_key_file: clients' user ids are believed as they claim them (as NFS AUTH_SYS)");
+            Ok(None)
+        }
+    }
+}
+
+/// The user key file for a server or an agent: readable by its owner only, as a master key
+/// file (a key others can read lets them prove any user).
+pub fn read_user_key(path: &Path) -> Result<tessera_mds_proto::UserKey> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).with_context(|| format!("reading the user key {}", path.display()))?;
+    tessera_iscsi::login::auth::check_file_mode(meta.permissions().mode()).with_context(|| format!("user key file {}", path.display()))?;
+    tessera_mds_proto::UserKey::read(path).with_context(|| format!("reading the user key {}", path.display()))
 }

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod cluster;
 pub mod chap_file;
 pub mod children;
+pub mod cmd_agent;
 pub mod cmd_cluster;
 pub mod cmd_mds;
 pub mod cmd_osd;

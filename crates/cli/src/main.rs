@@ -4,8 +4,8 @@
 //! `tessera_cli` library; this file only parses arguments.
 
 use clap::{Args, Parser, Subcommand};
-use tessera_cli::fs::{copy, df, links, mv, namespace, objects, owner, repair, stripe, touch, transfer, truncate, usage};
-use tessera_cli::{bench, cmd_cluster, cmd_mds, cmd_osd, demo};
+use tessera_cli::fs::{copy, df, links, mv, namespace, objects, owner, repair, stripe, touch, transfer, truncate, usage, whoami};
+use tessera_cli::{bench, cmd_agent, cmd_cluster, cmd_mds, cmd_osd, demo};
 
 #[derive(Parser)]
 #[command(
@@ -41,6 +41,9 @@ enum Command {
     Osd(cmd_osd::OsdArgs),
     /// Serve the namespace and file layouts (one metadata server of a cluster file).
     Mds(cmd_mds::MdsArgs),
+    /// Prove to the metadata servers the user of every local process that asks (a client host's
+    /// agent; a local cluster's metadata server 0 is its own). Needs the cluster's user key.
+    Agent(cmd_agent::AgentArgs),
     /// Start a local cluster (metadata server + N OSDs) in the background; writes DIR/cluster.toml.
     Up(cmd_cluster::UpArgs),
     /// Stop the local cluster `tessera up --dir DIR` started (OSDs flush first).
@@ -85,6 +88,8 @@ enum Command {
     Getstripe(stripe::GetStripeArgs),
     /// Get, set or list OSD attributes of a file's data objects.
     Attr(objects::AttrArgs),
+    /// The user the metadata servers answer this client for, and how they know it.
+    Whoami(whoami::WhoamiArgs),
     /// Capacity and use of every OSD, and the namespace's inode counts.
     ///
     /// `size` is an OSD's formatted capacity; `avail` is what it can still take, no more than
@@ -120,7 +125,7 @@ static NOTE_CLOSED_STD_FDS: extern "C" fn() = tessera_cli::std_fds::note_closed;
 fn main() {
     tune_allocator();
     let cli = Cli::parse();
-    if !matches!(cli.command, Command::Osd(_) | Command::Mds(_)) {
+    if !matches!(cli.command, Command::Osd(_) | Command::Mds(_) | Command::Agent(_)) {
         tessera_cli::std_fds::fill_stdout();
     }
     let filter = std::env::var("RUST_LOG").unwrap_or(cli.log.clone());
@@ -130,7 +135,7 @@ fn main() {
         // Colour only on a terminal: a daemon's stderr is its log file, read with grep and less.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    if !matches!(cli.command, Command::Osd(_) | Command::Mds(_)) {
+    if !matches!(cli.command, Command::Osd(_) | Command::Mds(_) | Command::Agent(_)) {
         restore_sigpipe();
         exit_cleanly_when_stdout_fails();
     }
@@ -143,6 +148,7 @@ fn main() {
     let result = match cli.command {
         Command::Osd(args) => cmd_osd::run(args),
         Command::Mds(args) => cmd_mds::run(args),
+        Command::Agent(args) => cmd_agent::run(args),
         Command::Up(args) => cmd_cluster::up(args),
         Command::Down(args) => cmd_cluster::down(args),
         Command::Status(args) => cmd_cluster::status(args),
@@ -165,6 +171,7 @@ fn main() {
         Command::Setstripe(args) => stripe::setstripe(args),
         Command::Getstripe(args) => stripe::getstripe(args),
         Command::Attr(args) => objects::attr(args),
+        Command::Whoami(args) => whoami::whoami(args),
         Command::Df(args) => df::df(args),
         Command::Du(args) => usage::du(args),
         Command::Repair(args) => repair::repair(args),

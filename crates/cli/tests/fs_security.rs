@@ -18,7 +18,6 @@ use tessera_cli::cluster::{ClusterSpec, LocalCluster, SecuritySpec, KEYS_DIR};
 use tessera_cli::session::connect;
 use tessera_client::{Client, File, FsError};
 use tessera_initiator::osd_client::{OsdClient, OsdError};
-use tessera_mds::MdsConnection;
 use tessera_mds_proto::{Reply, Request, SetAttrs};
 use tessera_osd_proto::cdb::CAPABILITY;
 use tessera_osd_proto::{Command, DataLayout, OsdRequestBuilder};
@@ -41,7 +40,7 @@ struct Captured {
 
 /// Asks the metadata server for `file`'s layout by hand and keeps slot 0's credential.
 fn capture(cluster: &LocalCluster, file: &File) -> Captured {
-    let mut mds = MdsConnection::connect(cluster.config().mds[0].addr.as_str()).unwrap();
+    let mut mds = tessera_client::prover::open_mds(cluster.config(), 0, None).unwrap();
     let (layout, grant) = match mds.call(&Request::GetLayout { ino: file.ino() }).unwrap().unwrap() {
         Reply::Layout { layout, grant } => (layout, grant),
         other => panic!("{other:?}"),
@@ -154,7 +153,7 @@ fn a_revocation_owed_to_a_stopped_osd_completes_when_it_returns() {
     cluster.stop_osd(c.osd as u32).unwrap();
     // By inode, as a mounted client (which knows the inode) sends it: a lookup by path would
     // need the down OSD for the file's size.
-    let mut mds = MdsConnection::connect(cluster.config().mds[0].addr.as_str()).unwrap();
+    let mut mds = tessera_client::prover::open_mds(cluster.config(), 0, None).unwrap();
     let chmod = Request::SetAttr { ino: f.ino(), changes: SetAttrs { mode: Some(0o444), ..SetAttrs::default() } };
     assert_eq!(mds.call(&chmod).unwrap(), Err(FsError::Io), "an incomplete revocation is reported");
     cluster.start_osd(c.osd as u32).unwrap();

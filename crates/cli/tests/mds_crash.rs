@@ -100,6 +100,7 @@ fn acknowledged_creates_survive_mds_crashes_and_nothing_leaks() {
         default_stripe: StripeHint { stripe_unit: 65536, stripe_count: 1, start_osd: None },
         precreate: PrecreateConfig::default(),
         security: Some(manager),
+        user_key: None,
     };
     let mds = Mds::open(&db_path(&mds_dir, 0), mds_config, Arc::new(OsdObjects::new(nodes))).unwrap();
     assert_eq!(mds.repair(), Ok(tessera_mds::Audit::default()), "objects on the OSDs that nothing accounts for, or files missing theirs");

@@ -154,7 +154,7 @@ fn the_metadata_server_finds_a_frozen_osd_without_waiting_out_the_cluster_livene
     let dir = tempfile::Builder::new().prefix("tessera-frozen-").tempdir().unwrap();
     let (cluster, config) = cluster_with_liveness(dir.path(), &ClusterSpec::new(2), 60);
     let down = || {
-        let mut conn = tessera_mds_proto::MdsConnection::connect(config.mds[0].addr.as_str()).unwrap();
+        let mut conn = tessera_client::prover::open_mds(&config, 0, None).unwrap();
         match conn.call(&tessera_mds_proto::Request::OsdsDown).unwrap() {
             Ok(tessera_mds_proto::Reply::OsdsDown(v)) => v,
             other => panic!("OsdsDown answered {other:?}"),
@@ -193,7 +193,7 @@ fn a_new_client_logs_in_briefly_to_an_osd_the_server_reports_down() {
         f.fsync().unwrap();
     }
     let down = || {
-        let mut conn = tessera_mds_proto::MdsConnection::connect(config.mds[0].addr.as_str()).unwrap();
+        let mut conn = tessera_client::prover::open_mds(&config, 0, None).unwrap();
         match conn.call(&tessera_mds_proto::Request::OsdsDown).unwrap() {
             Ok(tessera_mds_proto::Reply::OsdsDown(v)) => v,
             other => panic!("OsdsDown answered {other:?}"),

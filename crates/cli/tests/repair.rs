@@ -181,7 +181,7 @@ fn repair_reports_the_sources_a_killed_mv_left_aside_and_keeps_them() {
 #[test]
 fn repair_finds_the_halves_of_cross_server_mkdirs_and_rmdirs() {
     use tessera_mds_proto::request::NewInode;
-    use tessera_mds_proto::{InodeId, MdsConnection, Reply, Request};
+    use tessera_mds_proto::{InodeId, Reply, Request};
 
     let dir = tempfile::Builder::new().prefix("tessera-repair-split-").tempdir().unwrap();
     let cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &ClusterSpec { mds: 2, ..ClusterSpec::new(1) }).unwrap();
@@ -197,7 +197,7 @@ fn repair_finds_the_halves_of_cross_server_mkdirs_and_rmdirs() {
     let gone = client.lstat(&on1).unwrap().ino;
     client.rmdir(&format!("{on1}/kept")).unwrap();
 
-    let mut server1 = MdsConnection::connect_with_timeout(cluster.config().mds[1].addr.as_str(), std::time::Duration::from_secs(10)).unwrap();
+    let mut server1 = tessera_client::prover::open_mds(cluster.config(), 1, Some(std::time::Duration::from_secs(10))).unwrap();
     // An rmdir's first step: the inode goes on its home server; the entry on server 0 stays.
     assert_eq!(server1.call(&Request::PeerRemoveDir { ino: gone }).unwrap(), Ok(Reply::Done));
     // A mkdir's first step: the inode is made on server 1; no entry ever names it.

@@ -97,6 +97,12 @@ fn commands_act_for_the_user_who_runs_them() {
     c.as_root(&["put", path(&input), "/private/secret"]);
     c.as_root(&["put", path(&input), "/pub/roots"]);
 
+    // The servers know the user by the agent's word (the kernel's), not the process's.
+    let who = c.user_ok(&["whoami"]);
+    assert!(who.starts_with("uid=1000 gid=1000 ") && who.contains("proven by the user agent"), "{who}");
+    let who = String::from_utf8_lossy(&c.as_root(&["whoami"]).stdout).into_owned();
+    assert!(who.starts_with("uid=0 gid=0 ") && who.contains("proven with the user key"), "{who}");
+
     // What the user makes is the user's.
     c.user_ok(&["put", path(&input), "/pub/mine"]);
     c.user_ok(&["mkdir", "/pub/dir"]);

@@ -19,6 +19,7 @@ use crate::file::File;
 use crate::mds_router::{reply_name, MdsRouter};
 use crate::path::{components, names_dir, split_parent, Component};
 use crate::pool::OsdPool;
+use crate::prover::Prover;
 
 /// Symlinks one walk follows before answering ELOOP (Linux's limit).
 const SYMLINKS_FOLLOWED_MAX: usize = 40;
@@ -275,11 +276,14 @@ impl Client {
         Self::connect_for(config, Caller::user(uid, gid))
     }
 
-    /// Like [`Client::connect`], acting for `caller`. The servers believe the ids a client
-    /// sends, as NFS servers believe AUTH_SYS (docs/security.md, "Users").
+    /// Like [`Client::connect`], acting for `caller`. Where the cluster's servers ask for
+    /// proof of users, only a process that can read the user key may act for another user
+    /// than its own; elsewhere the servers believe the ids a client sends, as NFS servers
+    /// believe AUTH_SYS (docs/security.md, "Users").
     pub fn connect_for(config: &ClusterConfig, caller: Caller) -> Result<Client, ClientError> {
         config.validate()?;
-        let inner = Inner { mds: MdsRouter::new(&config.mds, caller.clone()), pool: OsdPool::new(config)?, caller };
+        let (prover, caller) = Prover::new(config, caller)?;
+        let inner = Inner { mds: MdsRouter::new(&config.mds, prover), pool: OsdPool::new(config)?, caller };
         inner.resolve("connect", "/")?;
         Ok(Client { inner: Arc::new(inner) })
     }

@@ -97,6 +97,14 @@ pub struct ClusterConfig {
     /// is this initiator's user and secret, an optional second line the OSDs' own (mutual CHAP).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chap_secret_file: Option<PathBuf>,
+    /// The cluster's user key (mode 0600), on a cluster whose metadata servers ask clients to
+    /// prove their user: a process that can read it proves any user itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_key_file: Option<PathBuf>,
+    /// The unix socket of this host's user agent, which proves the user of any process that
+    /// asks (docs/security.md, "Users").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_agent_socket: Option<PathBuf>,
     /// Metadata servers by index.
     #[serde(rename = "mds", default)]
     pub mds: Vec<MdsEntry>,
@@ -130,6 +138,8 @@ impl ClusterConfig {
             max_transfer_bytes: DEFAULT_MAX_TRANSFER_BYTES,
             osd_liveness_secs: default_osd_liveness_secs(),
             chap_secret_file: None,
+            user_key_file: None,
+            user_agent_socket: None,
             mds,
             osds,
         }

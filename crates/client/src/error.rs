@@ -18,6 +18,9 @@ pub enum MdsLinkError {
     Connection(#[from] ConnectionError),
     #[error("answered {request} with an unexpected {reply} reply")]
     UnexpectedReply { request: &'static str, reply: &'static str },
+    /// The server proves users and did not accept this client's proof (its log says why).
+    #[error("refused this client's proof of user {uid}: the user key the server holds is not the one the client or its agent used, or the proof expired (clocks apart?)")]
+    ProofRefused { uid: u32 },
 }
 
 #[derive(Debug, Error)]
@@ -66,6 +69,10 @@ pub enum ClientError {
     /// The metadata server sent credentials this client cannot use.
     #[error("{path}: unusable credentials from the metadata server: {reason}")]
     Grant { path: String, reason: String },
+    /// This client cannot prove which user it acts for, on a cluster whose metadata servers
+    /// ask for proof (docs/security.md, "Users").
+    #[error("cannot prove which user this client acts for: {reason}")]
+    UserProof { reason: String },
     #[error("cluster configuration: {0}")]
     Config(#[from] ConfigError),
     /// A layout or inode names a server or OSD this client's configuration lacks: the
@@ -121,6 +128,7 @@ impl ClientError {
             ClientError::SizeOverflow { .. } | ClientError::TooLarge { .. } => EFBIG,
             ClientError::Osd { source, .. } => osd_errno(source),
             ClientError::Mds { .. } | ClientError::UnknownIndex { .. } | ClientError::Grant { .. } => EIO,
+            ClientError::UserProof { .. } => FsError::NotPermitted.errno(),
         }
     }
 

@@ -83,6 +83,7 @@ pub mod objects;
 pub mod path;
 pub mod patterns;
 pub mod pool;
+pub mod prover;
 pub mod striped_io;
 mod suspects;
 

@@ -16,10 +16,11 @@
 
 use std::sync::Mutex;
 
-use tessera_mds_proto::{Caller, ConnectionError, FsError, InodeId, MdsConnection, Reply, Request};
+use tessera_mds_proto::{FsError, InodeId, MdsConnection, Reply, Request};
 
 use crate::config::MdsEntry;
 use crate::error::{ClientError, MdsLinkError};
+use crate::prover::Prover;
 
 /// Idle connections kept per server; more concurrent callers open (and then close) extra ones.
 const IDLE_MAX: usize = 8;
@@ -47,19 +48,19 @@ pub struct MdsRouter {
     servers: Vec<Server>,
     /// Requests sent, for [`crate::Client::mds_requests`].
     sent: std::sync::atomic::AtomicU64,
-    /// The user every request is sent for.
-    caller: Caller,
+    /// Opens connections for the user every request is sent for, proven when the servers ask.
+    prover: Prover,
 }
 
 impl MdsRouter {
     /// Prepares the router; connections open on first use.
-    pub fn new(entries: &[MdsEntry], caller: Caller) -> MdsRouter {
+    pub fn new(entries: &[MdsEntry], prover: Prover) -> MdsRouter {
         let servers = entries.iter().map(|e| Server { addr: e.addr.clone(), idle: Mutex::new(Vec::new()) }).collect();
-        MdsRouter { servers, sent: std::sync::atomic::AtomicU64::new(0), caller }
+        MdsRouter { servers, sent: std::sync::atomic::AtomicU64::new(0), prover }
     }
 
-    fn connect(&self, addr: &str) -> std::io::Result<MdsConnection> {
-        MdsConnection::connect(addr).map(|c| c.with_caller(self.caller.clone()))
+    fn connect(&self, addr: &str, index: u32) -> Result<MdsConnection, ClientError> {
+        self.prover.open(index, addr, None)
     }
 
     /// Requests sent so far (a resend after a lost connection counts once).
@@ -89,12 +90,12 @@ impl MdsRouter {
         self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut link = match server.take_idle() {
             Some(link) => link,
-            None => self.connect(&server.addr).map_err(|e| link_error(ConnectionError::from(e).into()))?,
+            None => self.connect(&server.addr, index)?,
         };
         let result = match link.call(&request) {
             Ok(result) => result,
             Err(e) if e.is_lost() && request.is_read_only() => {
-                link = self.connect(&server.addr).map_err(|e| link_error(ConnectionError::from(e).into()))?;
+                link = self.connect(&server.addr, index)?;
                 link.call(&request).map_err(|e| link_error(e.into()))?
             }
             Err(e) => return Err(link_error(e.into())),

@@ -97,7 +97,7 @@ impl OsdPool {
                 gate: LoginGate::new(&entry.addr, login.liveness),
             })
             .collect();
-        Ok(OsdPool { osds, logins, max_transfer_bytes: config.max_transfer_bytes, suspects: Suspects::new(&config.mds) })
+        Ok(OsdPool { osds, logins, max_transfer_bytes: config.max_transfer_bytes, suspects: Suspects::new(config) })
     }
 
     pub fn osd_count(&self) -> usize {

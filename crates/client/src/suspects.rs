@@ -10,9 +10,10 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use tessera_mds_proto::{MdsConnection, Reply, Request};
+use tessera_mds_proto::{Reply, Request};
 
-use crate::config::MdsEntry;
+use crate::config::ClusterConfig;
+use crate::prover::open_mds;
 
 /// The login timeout for an OSD a metadata server reports down.
 pub const SUSPECT_LOGIN_TIMEOUT: Duration = Duration::from_secs(3);
@@ -22,14 +23,15 @@ const FRESH_FOR: Duration = Duration::from_secs(2);
 const ASK_TIMEOUT: Duration = Duration::from_secs(1);
 
 pub(crate) struct Suspects {
-    servers: Vec<String>,
+    /// Where the servers are, and how this process proves its user to them.
+    config: ClusterConfig,
     /// When the servers were last asked, and the OSDs the first that answered cannot reach.
     last: Mutex<Option<(Instant, Vec<u32>)>>,
 }
 
 impl Suspects {
-    pub fn new(servers: &[MdsEntry]) -> Suspects {
-        Suspects { servers: servers.iter().map(|s| s.addr.clone()).collect(), last: Mutex::new(None) }
+    pub fn new(config: &ClusterConfig) -> Suspects {
+        Suspects { config: config.clone(), last: Mutex::new(None) }
     }
 
     /// True when the metadata servers last said they cannot reach OSD `osd`; false when none
@@ -44,8 +46,8 @@ impl Suspects {
 
     /// The first server that answers: every server probes every OSD.
     fn ask(&self) -> Vec<u32> {
-        for addr in &self.servers {
-            let Ok(mut link) = MdsConnection::connect_with_timeout(addr.as_str(), ASK_TIMEOUT) else { continue };
+        for index in 0..self.config.mds.len() as u32 {
+            let Ok(mut link) = open_mds(&self.config, index, Some(ASK_TIMEOUT)) else { continue };
             if let Ok(Ok(Reply::OsdsDown(down))) = link.call(&Request::OsdsDown) {
                 return down;
             }

@@ -1,10 +1,9 @@
 //! [`Caller`]: who sends a request. Every request frame carries one (frame.rs), and the metadata
 //! server checks directory and file modes against it (`tessera-mds`'s `access.rs`).
 //!
-//! The ids are asserted by the client, as NFS's AUTH_SYS and a Lustre client without Kerberos
-//! assert theirs: a metadata server believes them. What this stops is one honest user's tool
-//! reaching into another user's files; a host whose root is hostile can claim any id
-//! (docs/security.md, "Users").
+//! On its own a caller is a claim, as the ids of NFS's AUTH_SYS are. A cluster with a user key
+//! makes each connection prove its caller first (`identity.rs`), and its servers then answer a
+//! frame only when it names the caller proven (docs/security.md, "Proof of users").
 //!
 //! ```text
 //! 0  uid (4)   4  gid (4)   8  group count (1)   9  groups (4 each, at most GROUPS_MAX)

@@ -69,6 +69,10 @@ pub enum Request {
     /// The other metadata servers this server last failed to reach, from its own record (no
     /// server is asked): what a client names when an operation failed with `PeerDown`.
     PeersDown,
+    /// The first request on a connection to a server that proves users: from now on the
+    /// connection's requests are answered only for the caller the proof names
+    /// (`identity.rs`). Answers `Done`, or EPERM for a proof the server does not accept.
+    Authenticate { proof: crate::identity::Proof },
     /// MDS -> MDS: make a directory inode here whose entry the sender (the parent's server)
     /// will hold, with the parent's default striping copied in; answers its attributes.
     PeerCreateDir { parent: InodeId, new: NewInode, stripe: Option<StripeHint> },
@@ -105,6 +109,7 @@ mod op {
     pub const REPAIR: u8 = 19;
     pub const OSDS_DOWN: u8 = 20;
     pub const PEERS_DOWN: u8 = 21;
+    pub const AUTHENTICATE: u8 = 22;
     pub const PEER_CREATE_DIR: u8 = 32;
     pub const PEER_REMOVE_DIR: u8 = 33;
     pub const PEER_RENAME_LOCK: u8 = 34;
@@ -226,6 +231,10 @@ impl Request {
             R::OsdUsage => w.u8(op::OSD_USAGE),
             R::OsdsDown => w.u8(op::OSDS_DOWN),
             R::PeersDown => w.u8(op::PEERS_DOWN),
+            R::Authenticate { proof } => {
+                w.u8(op::AUTHENTICATE);
+                proof.encode(w);
+            }
             R::Repair { remove, older_than_secs } => {
                 w.u8(op::REPAIR);
                 w.bool(*remove);
@@ -302,6 +311,7 @@ impl Request {
             op::OSD_USAGE => R::OsdUsage,
             op::OSDS_DOWN => R::OsdsDown,
             op::PEERS_DOWN => R::PeersDown,
+            op::AUTHENTICATE => R::Authenticate { proof: crate::identity::Proof::decode(r)? },
             op::REPAIR => R::Repair { remove: r.bool()?, older_than_secs: r.u64()? },
             op::PEER_CREATE_DIR => R::PeerCreateDir { parent: ino(r)?, new: NewInode::decode(r)?, stripe: r.option(StripeHint::decode)? },
             op::PEER_RENAME_LOCK => R::PeerRenameLock { token: r.u64()?, take: r.bool()? },

@@ -102,6 +102,8 @@ fn request() -> impl Strategy<Value = Request> {
         (any::<u64>(), any::<u64>()).prop_map(|(d, i)| Request::PeerHasEntry { dir: InodeId(d), ino: InodeId(i) }),
         Just(Request::OsdsDown),
         Just(Request::PeersDown),
+        (caller(), any::<u64>(), any::<u64>(), any::<[u8; 32]>())
+            .prop_map(|(caller, expires_ms, nonce, mac)| Request::Authenticate { proof: Proof { caller, expires_ms, nonce, mac } }),
         (ino(), new_inode(), prop::option::of(hint())).prop_map(|(parent, new, stripe)| Request::PeerCreateDir { parent, new, stripe }),
         (any::<u64>(), any::<bool>()).prop_map(|(token, take)| Request::PeerRenameLock { token, take }),
         ino().prop_map(|ino| Request::PeerRemoveDir { ino }),

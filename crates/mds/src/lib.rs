@@ -39,6 +39,7 @@ pub mod namespace;
 pub mod objects;
 pub mod peer;
 pub mod periodic;
+pub mod proven;
 pub mod pools;
 pub mod rename_lock;
 pub mod revocation;
@@ -47,6 +48,7 @@ pub mod server;
 pub mod store;
 pub mod tcp;
 pub mod truncation;
+pub mod user_agent;
 pub mod wal_vfs;
 pub mod workers;
 

@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use tessera_mds_proto::identity;
 use tessera_mds_proto::request::NewInode;
 use tessera_mds_proto::{Attr, Caller, ClusterMap, DirEntry, FileLayout, FileType, FsError, InodeId, ObjectRef, Reply, Request, SetAttrs, StripeHint, Timespec};
 use tessera_security::clock::now_ms;
@@ -64,6 +65,9 @@ pub struct MdsConfig {
     /// The security manager, when the OSDs check capabilities; `None` hands out layouts
     /// without credentials (NOSEC clusters).
     pub security: Option<Arc<SecurityManager>>,
+    /// The cluster's user key: with it, every connection proves its user (`proven.rs`);
+    /// without it, callers are believed.
+    pub user_key: Option<tessera_mds_proto::UserKey>,
 }
 
 #[derive(Debug, Error)]
@@ -196,6 +200,11 @@ impl Mds {
         self.config.server_index
     }
 
+    /// The cluster's user key, when this server proves users.
+    pub fn user_key(&self) -> Option<&tessera_mds_proto::UserKey> {
+        self.config.user_key.as_ref()
+    }
+
     fn servers(&self) -> u32 {
         self.config.cluster.servers.len().max(1) as u32
     }
@@ -282,10 +291,25 @@ impl Mds {
         let mut slot = self.peers[server as usize].lock().unwrap_or_else(|p| p.into_inner());
         let connect = || {
             // Its own steps: each was authorized where it began, for the client that asked.
-            MdsConnection::connect_with_timeout(addr.as_str(), PEER_TIMEOUT).map(|c| c.with_caller(Caller::ROOT)).map_err(|e| {
+            let mut conn = MdsConnection::connect_with_timeout(addr.as_str(), PEER_TIMEOUT).map(|c| c.with_caller(Caller::ROOT)).map_err(|e| {
                 tracing::warn!(server, %e, "cannot reach peer MDS");
                 FsError::PeerDown
-            })
+            })?;
+            if let Some(key) = &self.config.user_key {
+                let proof = key.prove(&Caller::ROOT, identity::now_ms(), identity::fresh_nonce());
+                match conn.call(&Request::Authenticate { proof }) {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => {
+                        tracing::error!(server, %e, "peer MDS refused this server's proof: do the servers hold the same user key?");
+                        return Err(e);
+                    }
+                    Err(e) => {
+                        tracing::warn!(server, %e, "lost peer MDS while proving this server");
+                        return Err(FsError::PeerDown);
+                    }
+                }
+            }
+            Ok(conn)
         };
         let mut conn = match slot.take() {
             Some(conn) if conn.is_open() => conn,
@@ -460,6 +484,9 @@ impl Mds {
             R::ClusterMap => Ok(Reply::ClusterMap(self.config.cluster.clone())),
             R::OsdUsage => self.osd_usage().map(Reply::OsdUsage),
             R::OsdsDown => Ok(Reply::OsdsDown(self.health.down())),
+            // Connections prove their user before any request reaches here (`proven.rs`); an
+            // in-process caller has nothing to prove.
+            R::Authenticate { .. } => Ok(Reply::Done),
             R::PeersDown => Ok(Reply::PeersDown(self.peers_down.lock().unwrap_or_else(|p| p.into_inner()).iter().copied().collect())),
             R::Repair { remove, older_than_secs } => self.repair_request(remove, older_than_secs),
             R::PeerHasEntry { dir, ino } => self.has_entry(dir, ino).map(|()| Reply::Done),

@@ -31,6 +31,7 @@ use tessera_mds_proto::{encode_frame, Frame, FsError, Message, Reply};
 
 use crate::commit::Pending;
 use crate::conn::{Conn, Input};
+use crate::proven::{self, Admission};
 use crate::server::{Answer, Mds};
 use crate::workers::Workers;
 
@@ -282,6 +283,11 @@ impl Front {
                 Some(id) => return self.send(key, &encode(id, Err(e.fs_error()))),
                 None => return self.close(key),
             },
+        };
+        let Some(slot) = self.conns.get_mut(&key) else { return };
+        let (caller, request) = match proven::admit(self.mds.user_key(), &mut slot.conn.proven, caller, request) {
+            Admission::Run(caller, request) => (caller, request),
+            Admission::Answer(result) => return self.send(key, &encode(request_id, result)),
         };
         match self.mds.answer_without_blocking(&caller, request) {
             Ok(Answer::Now(result)) => self.send(key, &encode(request_id, result)),

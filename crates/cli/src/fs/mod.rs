@@ -24,6 +24,7 @@ pub mod transfer;
 pub mod trees;
 pub mod usage;
 pub mod truncate;
+pub mod whoami;
 
 use std::path::PathBuf;
 

@@ -92,6 +92,7 @@ pub fn start(osd_count: u32, servers: u32) -> TestCluster {
             default_stripe: StripeHint { stripe_unit: 64 * 1024, stripe_count: 0, start_osd: None },
             precreate: Default::default(),
             security: Some(manager.clone()),
+            user_key: None,
         };
         let server = Arc::new(Mds::open(&dir.path().join(format!("mds{index}.db")), config, Arc::new(OsdObjects::new(nodes))).unwrap());
         tessera_mds::tcp::spawn(listener, server.clone()).unwrap();

@@ -49,7 +49,8 @@ impl Mds {
             | R::ClusterMap
             | R::OsdUsage
             | R::OsdsDown
-            | R::PeersDown => Ok(()),
+            | R::PeersDown
+            | R::Authenticate { .. } => Ok(()),
         }
     }
 

@@ -51,6 +51,7 @@ pub fn config(server_index: u32, cluster: ClusterMap) -> MdsConfig {
         default_stripe: StripeHint { stripe_unit: 64 * 1024, stripe_count: 2, start_osd: None },
         precreate: PrecreateConfig { retry_after: std::time::Duration::ZERO, ..PrecreateConfig::default() },
         security: None,
+        user_key: None,
     }
 }
 

@@ -15,7 +15,8 @@ use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 use rusqlite::{params, Connection};
-use tessera_mds::MdsConnection;
+use tessera_client::prover::open_mds;
+use tessera_client::ClusterConfig;
 use tessera_mds_proto::{Reply, Request};
 
 use super::phase::{self, Phase};
@@ -56,9 +57,9 @@ pub fn disk_flushes(dir: &Path, count: usize) -> Result<Phase> {
 }
 
 /// `per_client` empty round trips from each of `clients` connections at once.
-pub fn mds_round_trips(addr: &str, clients: usize, per_client: usize) -> Result<Phase> {
+pub fn mds_round_trips(config: &ClusterConfig, clients: usize, per_client: usize) -> Result<Phase> {
     let conns = (0..clients)
-        .map(|_| MdsConnection::connect(addr).map(Mutex::new).with_context(|| format!("connecting to the metadata server at {addr}")))
+        .map(|_| open_mds(config, 0, None).map(Mutex::new).context("connecting to metadata server 0"))
         .collect::<Result<Vec<_>>>()?;
     phase::run(&conns, per_client, |conn, _| {
         let mut conn = conn.lock().unwrap_or_else(|p| p.into_inner());

@@ -105,7 +105,6 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
     let spec = ClusterSpec { stripe_unit: STRIPE_UNIT, stripe_count: 1, ..ClusterSpec::new(args.osds) };
     let cluster = LocalCluster::start_spec(&exe, &dir.join("cluster"), &spec)?;
     let config = cluster.config().clone();
-    let mds_addr = config.mds[0].addr.clone();
     let mds_pid = cluster.records().iter().find(|r| r.role == "mds").map(|r| r.pid).context("the cluster has no metadata server")?;
     let admin = Client::connect(&config)?;
 
@@ -117,7 +116,7 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
     for &k in &args.clients {
         let top = format!("/clients{k}");
         let workers = open_workers(&admin, &config, &top, k, args.stripe_count)?;
-        let trips = baseline::mds_round_trips(&mds_addr, k, files)?;
+        let trips = baseline::mds_round_trips(&config, k, files)?;
         let (create, create_cpu) = phase::with_cpu_of(mds_pid, || {
             phase::run(&workers, files, |(c, _, d), i| {
                 d.create(&name(*c, i), 0o644, None)?;

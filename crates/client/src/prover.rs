@@ -1,0 +1,145 @@
+//! How this client proves which user it acts for, on a cluster whose metadata servers ask
+//! (`tessera_mds_proto::identity`, docs/security.md "Users"). The cluster file names the user
+//! key and the agent's socket: a process that can read the key makes its own proofs, for any
+//! user (the superuser, the cluster's owner); any other process asks the agent, which proves
+//! the uid and gid the kernel reports for it, and only those.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tessera_mds_proto::identity::{fresh_nonce, now_ms, CLOCK_SKEW_MS};
+use tessera_mds_proto::wire::Reader;
+use tessera_mds_proto::{Caller, ConnectionError, MdsConnection, Proof, Request, UserKey};
+
+use crate::config::ClusterConfig;
+use crate::error::{ClientError, MdsLinkError};
+
+/// Longest answer an agent may send: a proof with every group a caller may have.
+const AGENT_REPLY_MAX: usize = 512;
+/// How long an agent may take to answer.
+const AGENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+enum Source {
+    /// The servers believe callers: nothing to prove.
+    Believed,
+    Key(UserKey),
+    Agent(PathBuf),
+}
+
+/// Makes (or fetches) proofs for one caller, and keeps the last one while it is good.
+pub struct Prover {
+    source: Source,
+    caller: Caller,
+    last: Mutex<Option<Proof>>,
+}
+
+impl Prover {
+    /// The prover for `caller` under `config`, and the caller the servers will see: an agent
+    /// proves the process's own uid and gid with the groups the kernel reports, so a client
+    /// that asked for another user is refused here, and its groups become the agent's.
+    pub fn new(config: &ClusterConfig, caller: Caller) -> Result<(Prover, Caller), ClientError> {
+        let source = match (&config.user_key_file, &config.user_agent_socket) {
+            (None, None) => Source::Believed,
+            (Some(key), agent) => match UserKey::read(key) {
+                Ok(key) => Source::Key(key),
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && agent.is_some() => Source::Agent(agent.clone().unwrap_or_default()),
+                Err(e) => {
+                    let reason = format!("cannot read the user key {}: {e}{}", key.display(), if agent.is_some() { "" } else { ", and the cluster file names no agent" });
+                    return Err(ClientError::UserProof { reason });
+                }
+            },
+            (None, Some(agent)) => Source::Agent(agent.clone()),
+        };
+        let mut prover = Prover { source, caller, last: Mutex::new(None) };
+        if let Some(proof) = prover.proof()? {
+            let proven = &proof.caller;
+            if (proven.uid, proven.gid) != (prover.caller.uid, prover.caller.gid) {
+                let reason = format!(
+                    "asked to act for uid {} gid {}, but the agent proves this process is uid {} gid {} (only a process that can read the user key acts for others)",
+                    prover.caller.uid, prover.caller.gid, proven.uid, proven.gid
+                );
+                return Err(ClientError::UserProof { reason });
+            }
+            prover.caller = proof.caller;
+        }
+        let caller = prover.caller.clone();
+        Ok((prover, caller))
+    }
+
+    /// The user this prover proves.
+    pub fn caller(&self) -> &Caller {
+        &self.caller
+    }
+
+    /// A new connection to metadata server `index` at `addr`, whose requests are sent for this
+    /// prover's caller, proven first when the servers ask; `timeout` bounds the connect and
+    /// each reply (the connection's default otherwise).
+    pub fn open(&self, index: u32, addr: &str, timeout: Option<Duration>) -> Result<MdsConnection, ClientError> {
+        let link_error = |source: MdsLinkError| ClientError::Mds { server: index, addr: addr.to_string(), source };
+        let connected = match timeout {
+            Some(t) => MdsConnection::connect_with_timeout(addr, t),
+            None => MdsConnection::connect(addr),
+        };
+        let mut link = connected.map(|c| c.with_caller(self.caller.clone())).map_err(|e| link_error(ConnectionError::from(e).into()))?;
+        if let Some(proof) = self.proof()? {
+            if link.call(&Request::Authenticate { proof }).map_err(|e| link_error(e.into()))?.is_err() {
+                return Err(link_error(MdsLinkError::ProofRefused { uid: self.caller.uid }));
+            }
+        }
+        Ok(link)
+    }
+
+    /// A proof good for at least the clock skew allowed, or `None` when the servers believe
+    /// callers.
+    pub fn proof(&self) -> Result<Option<Proof>, ClientError> {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = last.as_ref().filter(|p| p.expires_ms > now_ms() + CLOCK_SKEW_MS) {
+            return Ok(Some(p.clone()));
+        }
+        let fresh = match &self.source {
+            Source::Believed => return Ok(None),
+            Source::Key(key) => key.prove(&self.caller, now_ms(), fresh_nonce()),
+            Source::Agent(socket) => ask_agent(socket)?,
+        };
+        *last = Some(fresh.clone());
+        Ok(Some(fresh))
+    }
+}
+
+/// One proof from the agent listening on `socket`.
+fn ask_agent(socket: &Path) -> Result<Proof, ClientError> {
+    let failed = |what: &str, e: std::io::Error| ClientError::UserProof { reason: format!("the user agent at {}: {what}: {e}", socket.display()) };
+    let mut stream = UnixStream::connect(socket).map_err(|e| failed("cannot connect (is the cluster's metadata server 0 running?)", e))?;
+    stream.set_read_timeout(Some(AGENT_TIMEOUT)).map_err(|e| failed("setting a timeout", e))?;
+    let _ = stream.write_all(b"?");
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len).map_err(|e| failed("no answer", e))?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > AGENT_REPLY_MAX {
+        return Err(ClientError::UserProof { reason: format!("the user agent at {} announced a {len}-byte proof (at most {AGENT_REPLY_MAX})", socket.display()) });
+    }
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body).map_err(|e| failed("a short answer", e))?;
+    let mut r = Reader::new(&body);
+    let proof = Proof::decode(&mut r).map_err(|e| ClientError::UserProof { reason: format!("the user agent at {} sent a malformed proof: {e}", socket.display()) })?;
+    if r.remaining() != 0 {
+        return Err(ClientError::UserProof { reason: format!("the user agent at {} sent {} bytes after its proof", socket.display(), r.remaining()) });
+    }
+    Ok(proof)
+}
+
+/// A connection to metadata server `index` of `config` for this process's own user, proven
+/// when the servers ask: for tools and tests that send requests by hand.
+pub fn open_mds(config: &ClusterConfig, index: u32, timeout: Option<Duration>) -> Result<MdsConnection, ClientError> {
+    let addr = config.mds.get(index as usize).ok_or_else(|| ClientError::UnknownIndex {
+        path: String::new(),
+        what: "metadata server",
+        index,
+        configured: config.mds.len(),
+    })?;
+    let (prover, _) = Prover::new(config, Caller::of_process())?;
+    prover.open(index, &addr.addr, timeout)
+}

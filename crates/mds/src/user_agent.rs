@@ -1,0 +1,119 @@
+//! The user agent: proves to the metadata servers which user a local process is, for
+//! processes that cannot read the cluster's user key (`tessera_mds_proto::identity`). It
+//! listens on a unix socket that any local user may connect to, asks the kernel who connected
+//! (SO_PEERCRED: the effective uid and gid at connect time, which the process cannot choose),
+//! reads that process's supplementary groups from /proc, and answers one proof:
+//!
+//! ```text
+//! 0  length of the proof (4, big-endian)   4  the proof (`Proof::encode`)
+//! ```
+//!
+//! Metadata server 0 of a local cluster runs one (`tessera mds --agent-socket`); a client host
+//! of a multi-host install runs `tessera agent`.
+
+use std::io::{self, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::io::AsRawFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tessera_mds_proto::identity::{fresh_nonce, now_ms};
+use tessera_mds_proto::limits::GROUPS_MAX;
+use tessera_mds_proto::wire::Writer;
+use tessera_mds_proto::{Caller, UserKey};
+
+/// How long a client may take to read its proof before the agent moves on.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Binds the agent's socket at `path`, open to every local user. A socket file left by an
+/// agent that is gone is replaced; one an agent still answers on is not.
+pub fn bind(path: &Path) -> io::Result<UnixListener> {
+    if path.exists() {
+        if UnixStream::connect(path).is_ok() {
+            return Err(io::Error::new(io::ErrorKind::AddrInUse, format!("a user agent already answers at {}", path.display())));
+        }
+        std::fs::remove_file(path)?;
+    }
+    let listener = UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))?;
+    Ok(listener)
+}
+
+/// Serves proofs on `listener` from a thread of its own, for as long as the process lives.
+pub fn spawn(listener: UnixListener, key: UserKey) -> io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name("user-agent".into()).spawn(move || serve(listener, key))
+}
+
+/// Answers every connection in turn (each answer is a few microseconds of work and a write
+/// bounded by [`WRITE_TIMEOUT`]).
+pub fn serve(listener: UnixListener, key: UserKey) {
+    for stream in listener.incoming() {
+        match stream.and_then(|s| answer(s, &key)) {
+            Ok(caller) => tracing::debug!(uid = caller.uid, gid = caller.gid, "proved a local user"),
+            Err(e) => tracing::warn!(%e, "user agent: a request failed"),
+        }
+    }
+}
+
+fn answer(mut stream: UnixStream, key: &UserKey) -> io::Result<Caller> {
+    stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
+    let caller = peer_caller(&stream)?;
+    let proof = key.prove(&caller, now_ms(), fresh_nonce());
+    let mut w = Writer::default();
+    proof.encode(&mut w);
+    let mut reply = (w.buf.len() as u32).to_be_bytes().to_vec();
+    reply.extend_from_slice(&w.buf);
+    stream.write_all(&reply)?;
+    // The client's one request byte, if it sent it: read so that closing does not reset the
+    // connection under the proof.
+    stream.set_read_timeout(Some(Duration::from_millis(100)))?;
+    let _ = stream.read(&mut [0u8; 1]);
+    Ok(caller)
+}
+
+/// Who is at the other end of `stream`, by the kernel's word.
+pub fn peer_caller(stream: &UnixStream) -> io::Result<Caller> {
+    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` is a ucred and `len` its size, as SO_PEERCRED expects.
+    let rc = unsafe { libc::getsockopt(stream.as_raw_fd(), libc::SOL_SOCKET, libc::SO_PEERCRED, (&mut cred as *mut libc::ucred).cast(), &mut len) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let groups = std::fs::read_to_string(format!("/proc/{}/status", cred.pid)).map(|s| groups_of(&s, cred.gid)).map_err(|e| {
+        io::Error::new(e.kind(), format!("reading the groups of pid {} (uid {}): {e}", cred.pid, cred.uid))
+    })?;
+    Ok(Caller { uid: cred.uid, gid: cred.gid, groups })
+}
+
+/// The supplementary groups in a /proc/PID/status text, as `Caller::of_process` sends them:
+/// without the primary group, at most [`GROUPS_MAX`].
+fn groups_of(status: &str, gid: u32) -> Vec<u32> {
+    let line = status.lines().find_map(|l| l.strip_prefix("Groups:")).unwrap_or("");
+    let mut groups: Vec<u32> = line.split_whitespace().filter_map(|g| g.parse().ok()).filter(|&g| g != gid).collect();
+    groups.truncate(GROUPS_MAX);
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_come_from_the_status_line_without_the_primary_group() {
+        let status = "Name:\tx\nUid:\t1000\t1000\t1000\t1000\nGroups:\t4 24 1000 50 \nVmPeak:\t1 kB\n";
+        assert_eq!(groups_of(status, 1000), vec![4, 24, 50]);
+        assert_eq!(groups_of("Groups:\t\n", 0), Vec::<u32>::new());
+        let many: String = (0..40).map(|g| format!("{g} ")).collect();
+        assert_eq!(groups_of(&format!("Groups:\t{many}\n"), 1000).len(), GROUPS_MAX);
+    }
+
+    #[test]
+    fn the_kernel_names_the_connecting_process() {
+        let (a, _b) = UnixStream::pair().unwrap();
+        let me = peer_caller(&a).unwrap();
+        assert_eq!(me, Caller::of_process(), "this process, as it would describe itself");
+    }
+}
