@@ -181,6 +181,7 @@ pub fn up(args: UpArgs) -> Result<()> {
     if spec.security.chap {
         println!("CHAP: mutual, secrets in {}", dir.join(crate::cluster::KEYS_DIR).join("chap.secrets").display());
     }
+    println!("users: proven (user key in {}; other local users through the agent at {})", dir.join(crate::cluster::KEYS_DIR).join("users.key").display(), dir.join(crate::cluster::AGENT_SOCKET).display());
     println!("export TESSERA_CLUSTER={}", absolute(&cluster_file).display());
     Ok(())
 }
