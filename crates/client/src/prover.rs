@@ -4,7 +4,7 @@
 //! user (the superuser, the cluster's owner); any other process asks the agent, which proves
 //! the uid and gid the kernel reports for it, and only those.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -43,15 +43,16 @@ impl Prover {
     pub fn new(config: &ClusterConfig, caller: Caller) -> Result<(Prover, Caller), ClientError> {
         let source = match (&config.user_key_file, &config.user_agent_socket) {
             (None, None) => Source::Believed,
-            (Some(key), agent) => match UserKey::read(key) {
-                Ok(key) => Source::Key(key),
-                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && agent.is_some() => Source::Agent(agent.clone().unwrap_or_default()),
-                Err(e) => {
+            (None, Some(agent)) => Source::Agent(agent.clone()),
+            (Some(key), agent) => match (UserKey::read(key), agent) {
+                (Ok(key), _) => Source::Key(key),
+                // The key is its owner's: everyone else asks the agent.
+                (Err(e), Some(agent)) if e.kind() == std::io::ErrorKind::PermissionDenied => Source::Agent(agent.clone()),
+                (Err(e), agent) => {
                     let reason = format!("cannot read the user key {}: {e}{}", key.display(), if agent.is_some() { "" } else { ", and the cluster file names no agent" });
                     return Err(ClientError::UserProof { reason });
                 }
             },
-            (None, Some(agent)) => Source::Agent(agent.clone()),
         };
         let mut prover = Prover { source, caller, last: Mutex::new(None) };
         if let Some(proof) = prover.proof()? {
@@ -114,7 +115,6 @@ fn ask_agent(socket: &Path) -> Result<Proof, ClientError> {
     let failed = |what: &str, e: std::io::Error| ClientError::UserProof { reason: format!("the user agent at {}: {what}: {e}", socket.display()) };
     let mut stream = UnixStream::connect(socket).map_err(|e| failed("cannot connect (is the cluster's metadata server 0 running?)", e))?;
     stream.set_read_timeout(Some(AGENT_TIMEOUT)).map_err(|e| failed("setting a timeout", e))?;
-    let _ = stream.write_all(b"?");
     let mut len = [0u8; 4];
     stream.read_exact(&mut len).map_err(|e| failed("no answer", e))?;
     let len = u32::from_be_bytes(len) as usize;

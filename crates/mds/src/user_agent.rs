@@ -2,7 +2,8 @@
 //! processes that cannot read the cluster's user key (`tessera_mds_proto::identity`). It
 //! listens on a unix socket that any local user may connect to, asks the kernel who connected
 //! (SO_PEERCRED: the effective uid and gid at connect time, which the process cannot choose),
-//! reads that process's supplementary groups from /proc, and answers one proof:
+//! reads that process's supplementary groups from /proc, and answers one proof to the mere
+//! connection (there is nothing to ask for: the answer is always "who you are"):
 //!
 //! ```text
 //! 0  length of the proof (4, big-endian)   4  the proof (`Proof::encode`)
@@ -11,7 +12,7 @@
 //! Metadata server 0 of a local cluster runs one (`tessera mds --agent-socket`); a client host
 //! of a multi-host install runs `tessera agent`.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::io::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -66,10 +67,6 @@ fn answer(mut stream: UnixStream, key: &UserKey) -> io::Result<Caller> {
     let mut reply = (w.buf.len() as u32).to_be_bytes().to_vec();
     reply.extend_from_slice(&w.buf);
     stream.write_all(&reply)?;
-    // The client's one request byte, if it sent it: read so that closing does not reset the
-    // connection under the proof.
-    stream.set_read_timeout(Some(Duration::from_millis(100)))?;
-    let _ = stream.read(&mut [0u8; 1]);
     Ok(caller)
 }
 
