@@ -395,14 +395,7 @@ pub const KEYS_DIR: &str = "keys";
 /// OSD `index`'s master key file, made with a fresh random key (mode 0600, in a 0700
 /// directory) unless it exists: the first-start provisioning step of docs/security.md.
 pub fn master_key_file(dir: &Path, index: u32) -> Result<PathBuf> {
-    let path = keys_dir(dir)?.join(format!("osd{index}.key"));
-    if !path.exists() {
-        let mut key = [0u8; 32];
-        getrandom::fill(&mut key).map_err(|e| anyhow::anyhow!("no randomness for a master key: {e}"))?;
-        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
-        write_private(&path, &format!("{hex}\n"))?;
-    }
-    Ok(path)
+    key_file(&keys_dir(dir)?.join(format!("osd{index}.key")), "a master key")
 }
 
 /// The user agent's socket under a cluster directory, served by metadata server 0.
@@ -412,14 +405,18 @@ pub const AGENT_SOCKET: &str = "agent.sock";
 /// keys) unless it exists: with it the metadata servers ask every client to prove its user
 /// (docs/security.md, "Users").
 pub fn user_key_file(dir: &Path) -> Result<PathBuf> {
-    let path = keys_dir(dir)?.join("users.key");
+    key_file(&keys_dir(dir)?.join("users.key"), "the user key")
+}
+
+/// `path`, made holding 32 random bytes as 64 hex digits (mode 0600) unless it exists.
+fn key_file(path: &Path, what: &str) -> Result<PathBuf> {
     if !path.exists() {
         let mut key = [0u8; 32];
-        getrandom::fill(&mut key).map_err(|e| anyhow::anyhow!("no randomness for the user key: {e}"))?;
+        getrandom::fill(&mut key).map_err(|e| anyhow::anyhow!("no randomness for {what}: {e}"))?;
         let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
-        write_private(&path, &format!("{hex}\n"))?;
+        write_private(path, &format!("{hex}\n"))?;
     }
-    Ok(path)
+    Ok(path.to_path_buf())
 }
 
 /// The cluster's CHAP secret file, made with fresh random secrets for both directions (mutual
