@@ -1,9 +1,10 @@
 //! Goal: on a cluster with a user key (every `tessera up` cluster), a metadata server answers a
 //! connection only for the user it proved, so a client cannot act for someone else by naming
 //! them in its frames. Method: real `tessera mds` and `tessera osd` processes; a hostile
-//! client (the metadata protocol driven by hand over TCP) with no proof, a forged proof, an
-//! expired one, a tampered one, and a good proof for one user followed by frames naming
-//! another; the same server answering an honest client of that user.
+//! client (the metadata protocol driven by hand over TCP) with no proof, a proof without a
+//! challenge, a forged proof, a tampered one, a good one replayed on another connection, and a
+//! good proof for one user followed by frames naming another; the same server answering an
+//! honest client of that user.
 
 mod common;
 
@@ -12,7 +13,7 @@ use std::path::Path;
 use common::tessera_exe;
 use tessera_cli::cluster::{ClusterSpec, LocalCluster};
 use tessera_client::{Caller, Client, ClientError, ClusterConfig};
-use tessera_mds_proto::identity::{now_ms, CLOCK_SKEW_MS, PROOF_LIFETIME_MS, USER_KEY_LEN};
+use tessera_mds_proto::identity::{Challenge, USER_KEY_LEN};
 use tessera_mds_proto::request::NewInode;
 use tessera_mds_proto::{FsError, InodeId, MdsConnection, Proof, Reply, Request, UserKey};
 
@@ -24,14 +25,17 @@ fn key_of(config: &ClusterConfig) -> UserKey {
     UserKey::read(config.user_key_file.as_ref().expect("up names a user key")).unwrap()
 }
 
-/// A raw connection sending frames for `caller`, proven with `proof` first when given.
-fn link(config: &ClusterConfig, caller: &Caller, proof: Option<Proof>) -> (MdsConnection, Result<Reply, FsError>) {
+/// A raw connection whose frames name `caller`, and the challenge it was sent.
+fn challenged(config: &ClusterConfig, caller: &Caller) -> (MdsConnection, Challenge) {
     let mut conn = MdsConnection::connect(config.mds[0].addr.as_str()).unwrap().with_caller(caller.clone());
-    let answer = match proof {
-        Some(proof) => conn.call(&Request::Authenticate { proof }).unwrap(),
-        None => Ok(Reply::Done),
-    };
-    (conn, answer)
+    match conn.call(&Request::Challenge).unwrap() {
+        Ok(Reply::Challenge(c)) => (conn, c),
+        other => panic!("Challenge answered {other:?}"),
+    }
+}
+
+fn authenticate(conn: &mut MdsConnection, proof: Proof) -> Result<Reply, FsError> {
+    conn.call(&Request::Authenticate { proof }).unwrap()
 }
 
 fn mkdir(name: &str, owner: &Caller) -> Request {
@@ -48,30 +52,36 @@ fn a_connection_acts_only_for_the_user_it_proved() {
     let root = Caller::ROOT;
 
     // Nothing proven: refused, whoever the frames name.
-    let (mut conn, _) = link(&config, &root, None);
+    let mut conn = MdsConnection::connect(config.mds[0].addr.as_str()).unwrap().with_caller(root.clone());
     assert_eq!(conn.call(&mkdir("by-nobody", &root)).unwrap(), Err(FsError::NotPermitted));
     assert_eq!(conn.call(&Request::StatFs).unwrap(), Err(FsError::NotPermitted), "not even a read");
+    // A proof made before any challenge was asked for.
+    assert_eq!(authenticate(&mut conn, key.prove(&root, &[0; 16])), Err(FsError::NotPermitted));
 
-    // A proof made with another key, a tampered one, an expired one: refused, and the
-    // connection stays unproven.
-    let forged = UserKey::from_bytes(&[7; USER_KEY_LEN]).prove(&root, now_ms(), 1);
-    let (mut conn, answer) = link(&config, &root, Some(forged));
-    assert_eq!(answer, Err(FsError::NotPermitted));
+    // A proof made with another key, or altered: refused, and the connection stays unproven.
+    let (mut conn, c) = challenged(&config, &root);
+    assert_eq!(authenticate(&mut conn, UserKey::from_bytes(&[7; USER_KEY_LEN]).prove(&root, &c)), Err(FsError::NotPermitted));
     assert_eq!(conn.call(&mkdir("by-forger", &root)).unwrap(), Err(FsError::NotPermitted));
-    let tampered = Proof { caller: root.clone(), ..key.prove(&alice, now_ms(), 2) };
-    assert_eq!(link(&config, &root, Some(tampered)).1, Err(FsError::NotPermitted), "alice's proof rewritten to name root");
-    let expired = key.prove(&root, now_ms() - PROOF_LIFETIME_MS - CLOCK_SKEW_MS - 1_000, 3);
-    assert_eq!(link(&config, &root, Some(expired)).1, Err(FsError::NotPermitted));
+    let (mut conn, c) = challenged(&config, &root);
+    let tampered = Proof { caller: root.clone(), ..key.prove(&alice, &c) };
+    assert_eq!(authenticate(&mut conn, tampered), Err(FsError::NotPermitted), "alice's proof rewritten to name root");
 
-    // A good proof for alice, then frames naming root: refused; frames naming alice: hers.
-    let (conn, answer) = link(&config, &alice, Some(key.prove(&alice, now_ms(), 4)));
-    assert_eq!(answer, Ok(Reply::Done));
-    let mut conn = conn.with_caller(root.clone());
+    // A good proof read off one connection and replayed on another: refused there.
+    let (mut first, c) = challenged(&config, &alice);
+    let proof = key.prove(&alice, &c);
+    let (mut second, _) = challenged(&config, &alice);
+    assert_eq!(authenticate(&mut second, proof.clone()), Err(FsError::NotPermitted));
+    assert_eq!(second.call(&Request::StatFs).unwrap(), Err(FsError::NotPermitted));
+
+    // On its own connection it proves alice: then frames naming root, or alice with a group
+    // more, are refused; frames naming alice are hers.
+    assert_eq!(authenticate(&mut first, proof), Ok(Reply::Done));
+    let mut conn = first.with_caller(root.clone());
     assert_eq!(conn.call(&mkdir("as-root", &root)).unwrap(), Err(FsError::NotPermitted), "no switching users on a proven connection");
     let mut conn = conn.with_caller(Caller { groups: vec![50, 0], ..alice.clone() });
     assert_eq!(conn.call(&Request::StatFs).unwrap(), Err(FsError::NotPermitted), "nor adding a group");
     let mut conn = conn.with_caller(alice.clone());
-    // The root directory is root's 0755: alice may not add to it, and says so as alice.
+    // The root directory is root's 0755: alice may not add to it, and is told so as alice.
     assert_eq!(conn.call(&mkdir("alices", &alice)).unwrap(), Err(FsError::Access));
     assert!(matches!(conn.call(&Request::StatFs).unwrap(), Ok(Reply::StatFs(_))));
 

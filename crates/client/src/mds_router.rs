@@ -129,5 +129,6 @@ pub fn reply_name(reply: &Reply) -> &'static str {
         Reply::Repair { .. } => "Repair",
         Reply::OsdsDown(_) => "OsdsDown",
         Reply::PeersDown(_) => "PeersDown",
+        Reply::Challenge(_) => "Challenge",
     }
 }

@@ -1,18 +1,18 @@
 //! How this client proves which user it acts for, on a cluster whose metadata servers ask
-//! (`tessera_mds_proto::identity`, docs/security.md "Users"). The cluster file names the user
-//! key and the agent's socket: a process that can read the key makes its own proofs, for any
-//! user (the superuser, the cluster's owner); any other process asks the agent, which proves
-//! the uid and gid the kernel reports for it, and only those.
+//! (`tessera_mds_proto::identity`, docs/security.md "Users"). Each new connection is sent a
+//! challenge and answers it with a proof. The cluster file names the user key and the agent's
+//! socket: a process that can read the key makes its own proofs, for any user (the superuser,
+//! the cluster's owner); any other process asks the agent, which proves the uid and gid the
+//! kernel reports for it, and only those.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
-use tessera_mds_proto::identity::{fresh_nonce, now_ms, CLOCK_SKEW_MS};
+use tessera_mds_proto::identity::{Challenge, CHALLENGE_LEN};
 use tessera_mds_proto::wire::Reader;
-use tessera_mds_proto::{Caller, ConnectionError, MdsConnection, Proof, Request, UserKey};
+use tessera_mds_proto::{Caller, ConnectionError, MdsConnection, Proof, Reply, Request, UserKey};
 
 use crate::config::ClusterConfig;
 use crate::error::{ClientError, MdsLinkError};
@@ -29,11 +29,10 @@ enum Source {
     Agent(PathBuf),
 }
 
-/// Makes (or fetches) proofs for one caller, and keeps the last one while it is good.
+/// Proves one caller to each new metadata connection, when the servers ask.
 pub struct Prover {
     source: Source,
     caller: Caller,
-    last: Mutex<Option<Proof>>,
 }
 
 impl Prover {
@@ -54,9 +53,11 @@ impl Prover {
                 }
             },
         };
-        let mut prover = Prover { source, caller, last: Mutex::new(None) };
-        if let Some(proof) = prover.proof()? {
-            let proven = &proof.caller;
+        let mut prover = Prover { source, caller };
+        if let Source::Agent(socket) = &prover.source {
+            // Who the agent says this process is, asked once now (with a challenge no server
+            // sent, so the answer proves nothing anywhere).
+            let proven = ask_agent(socket, &[0; CHALLENGE_LEN])?.caller;
             if (proven.uid, proven.gid) != (prover.caller.uid, prover.caller.gid) {
                 let reason = format!(
                     "asked to act for uid {} gid {}, but the agent proves this process is uid {} gid {} (only a process that can read the user key acts for others)",
@@ -64,7 +65,7 @@ impl Prover {
                 );
                 return Err(ClientError::UserProof { reason });
             }
-            prover.caller = proof.caller;
+            prover.caller = proven;
         }
         let caller = prover.caller.clone();
         Ok((prover, caller))
@@ -76,8 +77,8 @@ impl Prover {
     }
 
     /// A new connection to metadata server `index` at `addr`, whose requests are sent for this
-    /// prover's caller, proven first when the servers ask; `timeout` bounds the connect and
-    /// each reply (the connection's default otherwise).
+    /// prover's caller, proven first (a challenge, then a proof for it) when the servers ask;
+    /// `timeout` bounds the connect and each reply (the connection's default otherwise).
     pub fn open(&self, index: u32, addr: &str, timeout: Option<Duration>) -> Result<MdsConnection, ClientError> {
         let link_error = |source: MdsLinkError| ClientError::Mds { server: index, addr: addr.to_string(), source };
         let connected = match timeout {
@@ -85,36 +86,37 @@ impl Prover {
             None => MdsConnection::connect(addr),
         };
         let mut link = connected.map(|c| c.with_caller(self.caller.clone())).map_err(|e| link_error(ConnectionError::from(e).into()))?;
-        if let Some(proof) = self.proof()? {
-            if link.call(&Request::Authenticate { proof }).map_err(|e| link_error(e.into()))?.is_err() {
-                return Err(link_error(MdsLinkError::ProofRefused { uid: self.caller.uid }));
-            }
+        if matches!(self.source, Source::Believed) {
+            return Ok(link);
+        }
+        let challenge = match link.call(&Request::Challenge).map_err(|e| link_error(e.into()))? {
+            Ok(Reply::Challenge(c)) => c,
+            Ok(other) => return Err(link_error(MdsLinkError::UnexpectedReply { request: "Challenge", reply: crate::mds_router::reply_name(&other) })),
+            Err(_) => return Err(link_error(MdsLinkError::ProofRefused { uid: self.caller.uid })),
+        };
+        let proof = self.prove(&challenge)?;
+        if link.call(&Request::Authenticate { proof }).map_err(|e| link_error(e.into()))?.is_err() {
+            return Err(link_error(MdsLinkError::ProofRefused { uid: self.caller.uid }));
         }
         Ok(link)
     }
 
-    /// A proof good for at least the clock skew allowed, or `None` when the servers believe
-    /// callers.
-    pub fn proof(&self) -> Result<Option<Proof>, ClientError> {
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = last.as_ref().filter(|p| p.expires_ms > now_ms() + CLOCK_SKEW_MS) {
-            return Ok(Some(p.clone()));
+    fn prove(&self, challenge: &Challenge) -> Result<Proof, ClientError> {
+        match &self.source {
+            Source::Key(key) => Ok(key.prove(&self.caller, challenge)),
+            Source::Agent(socket) => ask_agent(socket, challenge),
+            Source::Believed => unreachable!("nothing is proven to servers that believe their callers"),
         }
-        let fresh = match &self.source {
-            Source::Believed => return Ok(None),
-            Source::Key(key) => key.prove(&self.caller, now_ms(), fresh_nonce()),
-            Source::Agent(socket) => ask_agent(socket)?,
-        };
-        *last = Some(fresh.clone());
-        Ok(Some(fresh))
     }
 }
 
-/// One proof from the agent listening on `socket`.
-fn ask_agent(socket: &Path) -> Result<Proof, ClientError> {
+/// A proof for `challenge` from the agent listening on `socket`.
+fn ask_agent(socket: &Path, challenge: &Challenge) -> Result<Proof, ClientError> {
     let failed = |what: &str, e: std::io::Error| ClientError::UserProof { reason: format!("the user agent at {}: {what}: {e}", socket.display()) };
     let mut stream = UnixStream::connect(socket).map_err(|e| failed("cannot connect (is the cluster's metadata server 0 running?)", e))?;
     stream.set_read_timeout(Some(AGENT_TIMEOUT)).map_err(|e| failed("setting a timeout", e))?;
+    stream.set_write_timeout(Some(AGENT_TIMEOUT)).map_err(|e| failed("setting a timeout", e))?;
+    stream.write_all(challenge).map_err(|e| failed("sending the challenge", e))?;
     let mut len = [0u8; 4];
     stream.read_exact(&mut len).map_err(|e| failed("no answer", e))?;
     let len = u32::from_be_bytes(len) as usize;

@@ -40,6 +40,8 @@ pub enum Reply {
     OsdsDown(Vec<u32>),
     /// PeersDown: metadata server indices in ascending order.
     PeersDown(Vec<u32>),
+    /// Challenge: the bytes this connection's proof of its user must answer.
+    Challenge(crate::identity::Challenge),
 }
 
 mod tag {
@@ -56,6 +58,7 @@ mod tag {
     pub const REPAIR: u8 = 10;
     pub const OSDS_DOWN: u8 = 11;
     pub const PEERS_DOWN: u8 = 12;
+    pub const CHALLENGE: u8 = 13;
 }
 
 /// A set of daemon indices below `max`, ascending.
@@ -189,6 +192,10 @@ impl Reply {
                 w.u8(tag::PEERS_DOWN);
                 encode_indices(servers, SERVERS_MAX, w);
             }
+            Reply::Challenge(bytes) => {
+                w.u8(tag::CHALLENGE);
+                w.bytes(bytes);
+            }
         }
     }
 
@@ -252,6 +259,7 @@ impl Reply {
             }
             tag::OSDS_DOWN => Reply::OsdsDown(decode_indices(r, OSDS_MAX, "down OSDs", "down OSD index (ascending, below the OSD limit)")?),
             tag::PEERS_DOWN => Reply::PeersDown(decode_indices(r, SERVERS_MAX, "down servers", "down server index (ascending, below the server limit)")?),
+            tag::CHALLENGE => Reply::Challenge(r.array()?),
             t => return Err(DecodeError::UnknownTag { what: "reply tag", value: t as u32, at }),
         })
     }

@@ -69,9 +69,13 @@ pub enum Request {
     /// The other metadata servers this server last failed to reach, from its own record (no
     /// server is asked): what a client names when an operation failed with `PeerDown`.
     PeersDown,
-    /// The first request on a connection to a server that proves users: from now on the
-    /// connection's requests are answered only for the caller the proof names
-    /// (`identity.rs`). Answers `Done`, or EPERM for a proof the server does not accept.
+    /// The first request on a connection to a server that proves users: answers
+    /// `Challenge`, the bytes the connection's proof must answer (`identity.rs`). Asking again
+    /// replaces them.
+    Challenge,
+    /// The second: from now on the connection's requests are answered only for the caller the
+    /// proof names. Answers `Done`, or EPERM for a proof the server does not accept (the
+    /// challenge is then spent: a new proof needs a new one).
     Authenticate { proof: crate::identity::Proof },
     /// MDS -> MDS: make a directory inode here whose entry the sender (the parent's server)
     /// will hold, with the parent's default striping copied in; answers its attributes.
@@ -110,6 +114,7 @@ mod op {
     pub const OSDS_DOWN: u8 = 20;
     pub const PEERS_DOWN: u8 = 21;
     pub const AUTHENTICATE: u8 = 22;
+    pub const CHALLENGE: u8 = 23;
     pub const PEER_CREATE_DIR: u8 = 32;
     pub const PEER_REMOVE_DIR: u8 = 33;
     pub const PEER_RENAME_LOCK: u8 = 34;
@@ -231,6 +236,7 @@ impl Request {
             R::OsdUsage => w.u8(op::OSD_USAGE),
             R::OsdsDown => w.u8(op::OSDS_DOWN),
             R::PeersDown => w.u8(op::PEERS_DOWN),
+            R::Challenge => w.u8(op::CHALLENGE),
             R::Authenticate { proof } => {
                 w.u8(op::AUTHENTICATE);
                 proof.encode(w);
@@ -312,6 +318,7 @@ impl Request {
             op::OSDS_DOWN => R::OsdsDown,
             op::PEERS_DOWN => R::PeersDown,
             op::AUTHENTICATE => R::Authenticate { proof: crate::identity::Proof::decode(r)? },
+            op::CHALLENGE => R::Challenge,
             op::REPAIR => R::Repair { remove: r.bool()?, older_than_secs: r.u64()? },
             op::PEER_CREATE_DIR => R::PeerCreateDir { parent: ino(r)?, new: NewInode::decode(r)?, stripe: r.option(StripeHint::decode)? },
             op::PEER_RENAME_LOCK => R::PeerRenameLock { token: r.u64()?, take: r.bool()? },

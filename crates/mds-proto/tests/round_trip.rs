@@ -102,8 +102,8 @@ fn request() -> impl Strategy<Value = Request> {
         (any::<u64>(), any::<u64>()).prop_map(|(d, i)| Request::PeerHasEntry { dir: InodeId(d), ino: InodeId(i) }),
         Just(Request::OsdsDown),
         Just(Request::PeersDown),
-        (caller(), any::<u64>(), any::<u64>(), any::<[u8; 32]>())
-            .prop_map(|(caller, expires_ms, nonce, mac)| Request::Authenticate { proof: Proof { caller, expires_ms, nonce, mac } }),
+        Just(Request::Challenge),
+        (caller(), any::<[u8; 16]>(), any::<[u8; 32]>()).prop_map(|(caller, challenge, mac)| Request::Authenticate { proof: Proof { caller, challenge, mac } }),
         (ino(), new_inode(), prop::option::of(hint())).prop_map(|(parent, new, stripe)| Request::PeerCreateDir { parent, new, stripe }),
         (any::<u64>(), any::<bool>()).prop_map(|(token, take)| Request::PeerRenameLock { token, take }),
         ino().prop_map(|ino| Request::PeerRemoveDir { ino }),
@@ -145,6 +145,7 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
             }),
         prop::collection::btree_set(0u32..1024, 0..10).prop_map(|set| Reply::OsdsDown(set.into_iter().collect())),
         prop::collection::btree_set(0u32..64, 0..10).prop_map(|set| Reply::PeersDown(set.into_iter().collect())),
+        any::<[u8; 16]>().prop_map(Reply::Challenge),
         any::<[u64; 4]>().prop_map(|v| Reply::StatFs(StatFs { files: v[0], directories: v[1], symlinks: v[2], pending_removals: v[3] })),
         (prop::collection::vec("[a-z0-9.:]{1,30}", 0..5), prop::collection::vec(("[a-z0-9.:]{1,30}", any::<u64>()), 0..5)).prop_map(
             |(servers, osds)| Reply::ClusterMap(ClusterMap {

@@ -41,15 +41,15 @@ pub struct Conn {
     sent: usize,
     /// When the socket last took reply bytes, while some still wait.
     stalled_since: Option<Instant>,
-    /// The caller this connection proved, on a server that proves users (`proven.rs`).
-    pub proven: Option<tessera_mds_proto::Caller>,
+    /// What this connection has shown of its user (`proven.rs`).
+    pub identity: crate::proven::Identity,
 }
 
 impl Conn {
     pub fn new(stream: TcpStream) -> io::Result<Conn> {
         stream.set_nonblocking(true)?;
         stream.set_nodelay(true)?;
-        Ok(Conn { stream, inbox: Vec::new(), taken: 0, filled: 0, outbox: Vec::new(), sent: 0, stalled_since: None, proven: None })
+        Ok(Conn { stream, inbox: Vec::new(), taken: 0, filled: 0, outbox: Vec::new(), sent: 0, stalled_since: None, identity: Default::default() })
     }
 
     /// The next whole frame, from what was read before or from the socket.

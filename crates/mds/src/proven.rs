@@ -1,10 +1,20 @@
 //! Which caller a connection's requests are answered for. Without a user key the server
-//! believes the caller each frame names (AUTH_SYS-like). With one, a connection's first request
-//! must be `Authenticate` with a proof made under that key (`tessera_mds_proto::identity`), and
-//! every later frame must name the caller it proved: a client cannot switch users mid-stream.
+//! believes the caller each frame names (AUTH_SYS-like). With one, a connection first asks for
+//! a challenge, then proves its user with a proof made for that challenge under the key
+//! (`tessera_mds_proto::identity`), and every later frame must name the caller it proved: a
+//! client cannot switch users mid-stream, nor use a proof read off another connection.
 
-use tessera_mds_proto::identity::now_ms;
+use tessera_mds_proto::identity::Challenge;
 use tessera_mds_proto::{Caller, FsError, Reply, Request, UserKey};
+
+/// What one connection has shown of its user so far.
+#[derive(Debug, Default)]
+pub struct Identity {
+    /// The challenge sent and not yet answered.
+    challenge: Option<Challenge>,
+    /// The caller proven.
+    proven: Option<Caller>,
+}
 
 /// What to do with one request frame.
 #[derive(Debug, PartialEq)]
@@ -15,28 +25,33 @@ pub enum Admission {
     Run(Caller, Request),
 }
 
-/// Admits `request`, sent as `caller` on a connection that has proven `proven` so far (updated
-/// by an `Authenticate`).
-pub fn admit(key: Option<&UserKey>, proven: &mut Option<Caller>, caller: Caller, request: Request) -> Admission {
+/// Admits `request`, sent as `caller` on a connection that has shown `identity` so far
+/// (updated by `Challenge` and `Authenticate`).
+pub fn admit(key: Option<&UserKey>, identity: &mut Identity, caller: Caller, request: Request) -> Admission {
     let Some(key) = key else {
         return match request {
+            Request::Challenge => challenge(identity),
             // Nothing to prove to a server that believes its callers.
             Request::Authenticate { .. } => Admission::Answer(Ok(Reply::Done)),
             request => Admission::Run(caller, request),
         };
     };
     match request {
-        Request::Authenticate { proof } => match key.verify(&proof, now_ms()) {
-            Ok(who) => {
-                *proven = Some(who);
-                Admission::Answer(Ok(Reply::Done))
+        Request::Challenge => challenge(identity),
+        Request::Authenticate { proof } => {
+            // A challenge answers one proof, good or bad.
+            match key.verify(&proof, identity.challenge.take().as_ref()) {
+                Ok(who) => {
+                    identity.proven = Some(who);
+                    Admission::Answer(Ok(Reply::Done))
+                }
+                Err(e) => {
+                    tracing::warn!(uid = proof.caller.uid, error = %e, "refused a user proof");
+                    Admission::Answer(Err(FsError::NotPermitted))
+                }
             }
-            Err(e) => {
-                tracing::warn!(uid = proof.caller.uid, error = %e, "refused a user proof");
-                Admission::Answer(Err(FsError::NotPermitted))
-            }
-        },
-        request => match proven {
+        }
+        request => match &identity.proven {
             Some(who) if *who == caller => Admission::Run(caller, request),
             Some(who) => {
                 tracing::warn!(proven = who.uid, claimed = caller.uid, "a connection claimed another caller than it proved");
@@ -50,27 +65,56 @@ pub fn admit(key: Option<&UserKey>, proven: &mut Option<Caller>, caller: Caller,
     }
 }
 
+/// A fresh challenge for the connection, replacing any it had.
+fn challenge(identity: &mut Identity) -> Admission {
+    let mut challenge = Challenge::default();
+    match getrandom::fill(&mut challenge) {
+        Ok(()) => {
+            identity.challenge = Some(challenge);
+            Admission::Answer(Ok(Reply::Challenge(challenge)))
+        }
+        Err(e) => {
+            tracing::error!(%e, "no randomness for a user challenge");
+            Admission::Answer(Err(FsError::Io))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use tessera_mds_proto::identity::USER_KEY_LEN;
 
+    fn challenge(key: Option<&UserKey>, identity: &mut Identity) -> Challenge {
+        match admit(key, identity, Caller::ROOT, Request::Challenge) {
+            Admission::Answer(Ok(Reply::Challenge(c))) => c,
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn a_connection_is_answered_only_for_the_caller_it_proved() {
         let key = UserKey::from_bytes(&[9; USER_KEY_LEN]);
         let alice = Caller::user(1000, 1000);
-        let mut proven = None;
+        let mut conn = Identity::default();
         let stat = || Request::StatFs;
-        assert_eq!(admit(Some(&key), &mut proven, alice.clone(), stat()), Admission::Answer(Err(FsError::NotPermitted)), "no proof yet");
-        let forged = UserKey::from_bytes(&[8; USER_KEY_LEN]).prove(&Caller::ROOT, now_ms(), 1);
-        assert_eq!(admit(Some(&key), &mut proven, Caller::ROOT, Request::Authenticate { proof: forged }), Admission::Answer(Err(FsError::NotPermitted)));
-        assert_eq!(proven, None);
-        let proof = key.prove(&alice, now_ms(), 2);
-        assert_eq!(admit(Some(&key), &mut proven, alice.clone(), Request::Authenticate { proof }), Admission::Answer(Ok(Reply::Done)));
-        assert_eq!(admit(Some(&key), &mut proven, alice.clone(), stat()), Admission::Run(alice.clone(), stat()));
-        assert_eq!(admit(Some(&key), &mut proven, Caller::ROOT, stat()), Admission::Answer(Err(FsError::NotPermitted)), "no switching users");
-        let with_group = Caller { groups: vec![0], ..alice };
-        assert_eq!(admit(Some(&key), &mut proven, with_group, stat()), Admission::Answer(Err(FsError::NotPermitted)), "nor groups");
-        assert_eq!(admit(None, &mut None, Caller::ROOT, stat()), Admission::Run(Caller::ROOT, stat()), "without a key callers are believed");
+        let refused = Admission::Answer(Err(FsError::NotPermitted));
+        assert_eq!(admit(Some(&key), &mut conn, alice.clone(), stat()), refused, "no proof yet");
+        let c = challenge(Some(&key), &mut conn);
+        let forged = UserKey::from_bytes(&[8; USER_KEY_LEN]).prove(&Caller::ROOT, &c);
+        assert_eq!(admit(Some(&key), &mut conn, Caller::ROOT, Request::Authenticate { proof: forged }), refused);
+        let spent = key.prove(&alice, &c);
+        assert_eq!(admit(Some(&key), &mut conn, alice.clone(), Request::Authenticate { proof: spent }), refused, "a challenge answers one proof");
+        let c = challenge(Some(&key), &mut conn);
+        assert_ne!(challenge(Some(&key), &mut Identity::default()), c, "each connection its own");
+        let proof = key.prove(&alice, &c);
+        assert_eq!(admit(Some(&key), &mut conn, alice.clone(), Request::Authenticate { proof: proof.clone() }), Admission::Answer(Ok(Reply::Done)));
+        assert_eq!(admit(Some(&key), &mut conn, alice.clone(), stat()), Admission::Run(alice.clone(), stat()));
+        assert_eq!(admit(Some(&key), &mut conn, Caller::ROOT, stat()), refused, "no switching users");
+        assert_eq!(admit(Some(&key), &mut conn, Caller { groups: vec![0], ..alice.clone() }, stat()), refused, "nor groups");
+        let mut other = Identity::default();
+        challenge(Some(&key), &mut other);
+        assert_eq!(admit(Some(&key), &mut other, alice.clone(), Request::Authenticate { proof }), refused, "a proof replayed on another connection");
+        assert_eq!(admit(None, &mut Identity::default(), Caller::ROOT, stat()), Admission::Run(Caller::ROOT, stat()), "without a key callers are believed");
     }
 }

@@ -16,7 +16,6 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use tessera_mds_proto::identity;
 use tessera_mds_proto::request::NewInode;
 use tessera_mds_proto::{Attr, Caller, ClusterMap, DirEntry, FileLayout, FileType, FsError, InodeId, ObjectRef, Reply, Request, SetAttrs, StripeHint, Timespec};
 use tessera_security::clock::now_ms;
@@ -296,8 +295,11 @@ impl Mds {
                 FsError::PeerDown
             })?;
             if let Some(key) = &self.config.user_key {
-                let proof = key.prove(&Caller::ROOT, identity::now_ms(), identity::fresh_nonce());
-                match conn.call(&Request::Authenticate { proof }) {
+                let proved = conn.call(&Request::Challenge).and_then(|answer| match answer {
+                    Ok(Reply::Challenge(c)) => conn.call(&Request::Authenticate { proof: key.prove(&Caller::ROOT, &c) }),
+                    other => Ok(other.and(Err(FsError::Protocol))),
+                });
+                match proved {
                     Ok(Ok(_)) => {}
                     Ok(Err(e)) => {
                         tracing::error!(server, %e, "peer MDS refused this server's proof: do the servers hold the same user key?");
@@ -487,6 +489,7 @@ impl Mds {
             // Connections prove their user before any request reaches here (`proven.rs`); an
             // in-process caller has nothing to prove.
             R::Authenticate { .. } => Ok(Reply::Done),
+            R::Challenge => Ok(Reply::Challenge([0; tessera_mds_proto::identity::CHALLENGE_LEN])),
             R::PeersDown => Ok(Reply::PeersDown(self.peers_down.lock().unwrap_or_else(|p| p.into_inner()).iter().copied().collect())),
             R::Repair { remove, older_than_secs } => self.repair_request(remove, older_than_secs),
             R::PeerHasEntry { dir, ino } => self.has_entry(dir, ino).map(|()| Reply::Done),

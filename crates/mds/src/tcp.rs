@@ -285,7 +285,7 @@ impl Front {
             },
         };
         let Some(slot) = self.conns.get_mut(&key) else { return };
-        let (caller, request) = match proven::admit(self.mds.user_key(), &mut slot.conn.proven, caller, request) {
+        let (caller, request) = match proven::admit(self.mds.user_key(), &mut slot.conn.identity, caller, request) {
             Admission::Run(caller, request) => (caller, request),
             Admission::Answer(result) => return self.send(key, &encode(request_id, result)),
         };

@@ -2,17 +2,18 @@
 //! processes that cannot read the cluster's user key (`tessera_mds_proto::identity`). It
 //! listens on a unix socket that any local user may connect to, asks the kernel who connected
 //! (SO_PEERCRED: the effective uid and gid at connect time, which the process cannot choose),
-//! reads that process's supplementary groups from /proc, and answers one proof to the mere
-//! connection (there is nothing to ask for: the answer is always "who you are"):
+//! reads that process's supplementary groups from /proc, and proves that caller for the
+//! metadata server's challenge the process passes on:
 //!
 //! ```text
-//! 0  length of the proof (4, big-endian)   4  the proof (`Proof::encode`)
+//! asked:    0  the challenge (16)
+//! answered: 0  length of the proof (4, big-endian)   4  the proof (`Proof::encode`)
 //! ```
 //!
 //! Metadata server 0 of a local cluster runs one (`tessera mds --agent-socket`); a client host
 //! of a multi-host install runs `tessera agent`.
 
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::io::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -20,13 +21,19 @@ use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tessera_mds_proto::identity::{fresh_nonce, now_ms};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use tessera_mds_proto::identity::Challenge;
 use tessera_mds_proto::limits::GROUPS_MAX;
 use tessera_mds_proto::wire::Writer;
 use tessera_mds_proto::{Caller, UserKey};
 
-/// How long a client may take to read its proof before the agent moves on.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long a client may take to send its challenge, or to read its proof.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Connections answered at once (a thread each); more are closed at once, so no local user
+/// can exhaust the agent's host by connecting and staying silent.
+const CONCURRENT_MAX: usize = 64;
 
 /// Binds the agent's socket at `path`, open to every local user. A socket file left by an
 /// agent that is gone is replaced; one an agent still answers on is not.
@@ -47,21 +54,39 @@ pub fn spawn(listener: UnixListener, key: UserKey) -> io::Result<JoinHandle<()>>
     std::thread::Builder::new().name("user-agent".into()).spawn(move || serve(listener, key))
 }
 
-/// Answers every connection in turn (each answer is a few microseconds of work and a write
-/// bounded by [`WRITE_TIMEOUT`]).
+/// Answers every connection, each on a thread of its own, so a client that stays silent holds
+/// up no other.
 pub fn serve(listener: UnixListener, key: UserKey) {
+    let busy = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming() {
-        match stream.and_then(|s| answer(s, &key)) {
-            Ok(caller) => tracing::debug!(uid = caller.uid, gid = caller.gid, "proved a local user"),
-            Err(e) => tracing::warn!(%e, "user agent: a request failed"),
+        let Ok(stream) = stream else { continue };
+        if busy.fetch_add(1, Ordering::AcqRel) >= CONCURRENT_MAX {
+            busy.fetch_sub(1, Ordering::AcqRel);
+            tracing::warn!("user agent: {CONCURRENT_MAX} connections already waiting; one closed unanswered");
+            continue;
+        }
+        let (key, done) = (key.clone(), busy.clone());
+        let spawned = std::thread::Builder::new().name("user-agent-conn".into()).spawn(move || {
+            match answer(stream, &key) {
+                Ok(caller) => tracing::debug!(uid = caller.uid, gid = caller.gid, "proved a local user"),
+                Err(e) => tracing::warn!(%e, "user agent: a request failed"),
+            }
+            done.fetch_sub(1, Ordering::AcqRel);
+        });
+        if spawned.is_err() {
+            busy.fetch_sub(1, Ordering::AcqRel);
+            tracing::warn!("user agent: no thread for a connection; closed unanswered");
         }
     }
 }
 
 fn answer(mut stream: UnixStream, key: &UserKey) -> io::Result<Caller> {
-    stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
+    stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
+    stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
     let caller = peer_caller(&stream)?;
-    let proof = key.prove(&caller, now_ms(), fresh_nonce());
+    let mut challenge = Challenge::default();
+    stream.read_exact(&mut challenge)?;
+    let proof = key.prove(&caller, &challenge);
     let mut w = Writer::default();
     proof.encode(&mut w);
     let mut reply = (w.buf.len() as u32).to_be_bytes().to_vec();

@@ -50,7 +50,8 @@ impl Mds {
             | R::OsdUsage
             | R::OsdsDown
             | R::PeersDown
-            | R::Authenticate { .. } => Ok(()),
+            | R::Authenticate { .. }
+            | R::Challenge => Ok(()),
         }
     }
 
