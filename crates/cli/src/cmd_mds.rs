@@ -272,10 +272,15 @@ fn start_security(args: &MdsArgs, manager: Arc<SecurityManager>, cluster: &Clust
 /// A master key file: 64 hex digits, readable by its owner only (the same mode rule as a CHAP
 /// secret file).
 pub fn read_master_key(path: &Path) -> Result<Key> {
+    read_private_key(path, "master key file")
+}
+
+/// A key file (64 hex digits) that must be readable by its owner only.
+fn read_private_key(path: &Path, what: &str) -> Result<Key> {
     use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(path).with_context(|| format!("reading the master key file {}", path.display()))?;
-    tessera_iscsi::login::auth::check_file_mode(meta.permissions().mode()).with_context(|| format!("master key file {}", path.display()))?;
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading the master key file {}", path.display()))?;
+    let meta = std::fs::metadata(path).with_context(|| format!("reading the {what} {}", path.display()))?;
+    tessera_iscsi::login::auth::check_file_mode(meta.permissions().mode()).with_context(|| format!("{what} {}", path.display()))?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading the {what} {}", path.display()))?;
     Key::from_hex(&text).with_context(|| format!("{} must hold a 32-byte key as 64 hex digits", path.display()))
 }
 
@@ -294,8 +299,5 @@ fn load_user_key(cluster: &ClusterConfig) -> Result<Option<tessera_mds_proto::Us
 /// The user key file for a server or an agent: readable by its owner only, as a master key
 /// file (a key others can read lets them prove any user).
 pub fn read_user_key(path: &Path) -> Result<tessera_mds_proto::UserKey> {
-    use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(path).with_context(|| format!("reading the user key {}", path.display()))?;
-    tessera_iscsi::login::auth::check_file_mode(meta.permissions().mode()).with_context(|| format!("user key file {}", path.display()))?;
-    tessera_mds_proto::UserKey::read(path).with_context(|| format!("reading the user key {}", path.display()))
+    read_private_key(path, "user key file").map(|key| tessera_mds_proto::UserKey::from_bytes(key.bytes()))
 }

@@ -22,7 +22,7 @@ fn start(dir: &Path) -> LocalCluster {
 }
 
 fn key_of(config: &ClusterConfig) -> UserKey {
-    UserKey::read(config.user_key_file.as_ref().expect("up names a user key")).unwrap()
+    tessera_cli::cmd_mds::read_user_key(config.user_key_file.as_ref().expect("up names a user key")).unwrap()
 }
 
 /// A raw connection whose frames name `caller`, and the challenge it was sent.

@@ -43,7 +43,7 @@ impl Prover {
         let source = match (&config.user_key_file, &config.user_agent_socket) {
             (None, None) => Source::Believed,
             (None, Some(agent)) => Source::Agent(agent.clone()),
-            (Some(key), agent) => match (UserKey::read(key), agent) {
+            (Some(key), agent) => match (read_key(key), agent) {
                 (Ok(key), _) => Source::Key(key),
                 // The key is its owner's: everyone else asks the agent.
                 (Err(e), Some(agent)) if e.kind() == std::io::ErrorKind::PermissionDenied => Source::Agent(agent.clone()),
@@ -108,6 +108,15 @@ impl Prover {
             Source::Believed => unreachable!("nothing is proven to servers that believe their callers"),
         }
     }
+}
+
+/// The user key at `path` (64 hex digits, as every Tessera key file). Its mode is checked by
+/// the servers and agents that hold it; a client that can read it may use it.
+fn read_key(path: &Path) -> std::io::Result<UserKey> {
+    let text = std::fs::read_to_string(path)?;
+    let key = tessera_security::Key::from_hex(&text)
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "it must hold a 32-byte key as 64 hex digits"))?;
+    Ok(UserKey::from_bytes(key.bytes()))
 }
 
 /// A proof for `challenge` from the agent listening on `socket`.

@@ -3,7 +3,8 @@
 //! [`Proof`] made with that key says, as a MUNGE credential works for Slurm:
 //!
 //! - the key is a file only the cluster's owner (and the superuser) can read, on every host
-//!   that runs a metadata server or a user agent (`tessera agent`);
+//!   that runs a metadata server or a user agent (`tessera agent`), 64 hex digits as the OSD
+//!   master key files (`tessera_security::Key::from_hex` reads both);
 //! - a connection's first requests are `Challenge`, which the server answers with 16 random
 //!   bytes it keeps for that connection, and `Authenticate` with a proof for them; the server
 //!   then answers the connection's requests only for the caller proven (docs/security.md,
@@ -19,8 +20,6 @@
 //! 0  caller (9 + 4 per group)   challenge (16)   mac (32)
 //! mac = HMAC-SHA256(key, "tessera user proof v2" || every byte before the mac)
 //! ```
-
-use std::path::Path;
 
 use ring::hmac;
 
@@ -98,26 +97,6 @@ impl UserKey {
         UserKey { key: hmac::Key::new(hmac::HMAC_SHA256, bytes) }
     }
 
-    /// Reads a key file: 64 hex digits (as the OSD master key files), surrounding white space
-    /// ignored. Its mode is the operator's business (`tessera up` writes it 0600); a key of
-    /// another length is refused, never padded.
-    pub fn read(path: &Path) -> std::io::Result<UserKey> {
-        let text = std::fs::read_to_string(path)?;
-        UserKey::from_hex(text.trim()).map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{}: {why}", path.display())))
-    }
-
-    /// A key from 64 hex digits.
-    pub fn from_hex(hex: &str) -> Result<UserKey, String> {
-        if hex.len() != 2 * USER_KEY_LEN || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(format!("a user key is {} hex digits; this holds {} characters", 2 * USER_KEY_LEN, hex.len()));
-        }
-        let mut key = [0u8; USER_KEY_LEN];
-        for (i, byte) in key.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
-        }
-        Ok(UserKey::from_bytes(&key))
-    }
-
     /// A proof for `caller` on the connection that was sent `challenge`.
     pub fn prove(&self, caller: &Caller, challenge: &Challenge) -> Proof {
         let mut proof = Proof { caller: caller.clone(), challenge: *challenge, mac: [0; 32] };
@@ -160,20 +139,6 @@ mod tests {
         assert_eq!(key(1).verify(&extra_group, Some(&c1)), Err(ProofError::BadMac));
         let moved = Proof { challenge: c2, ..proof.clone() };
         assert_eq!(key(1).verify(&moved, Some(&c2)), Err(ProofError::BadMac), "the challenge is under the MAC");
-    }
-
-    #[test]
-    fn keys_are_64_hex_digits() {
-        let hex = "00ff".repeat(16);
-        let proof = UserKey::from_hex(&hex).unwrap().prove(&Caller::ROOT, &[0; CHALLENGE_LEN]);
-        let mut bytes = [0u8; USER_KEY_LEN];
-        for pair in bytes.chunks_mut(2) {
-            pair[1] = 0xff;
-        }
-        assert_eq!(UserKey::from_bytes(&bytes).verify(&proof, Some(&[0; CHALLENGE_LEN])), Ok(Caller::ROOT));
-        assert!(UserKey::from_hex(&hex[1..]).is_err());
-        assert!(UserKey::from_hex(&format!("{}zz", &hex[2..])).is_err());
-        assert!(UserKey::from_hex(&format!("{hex}00")).is_err());
     }
 
     #[test]
