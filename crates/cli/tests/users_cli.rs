@@ -101,7 +101,7 @@ fn commands_act_for_the_user_who_runs_them() {
     let who = c.user_ok(&["whoami"]);
     assert!(who.starts_with("uid=1000 gid=1000 ") && who.contains("proven by the user agent"), "{who}");
     let who = String::from_utf8_lossy(&c.as_root(&["whoami"]).stdout).into_owned();
-    assert!(who.starts_with("uid=0 gid=0 ") && who.contains("proven with the user key"), "{who}");
+    assert!(who.starts_with("uid=0 gid=0 ") && who.contains("proven with the cluster's user key"), "{who}");
 
     // What the user makes is the user's.
     c.user_ok(&["put", path(&input), "/pub/mine"]);

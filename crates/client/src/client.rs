@@ -293,6 +293,11 @@ impl Client {
         &self.inner.caller
     }
 
+    /// How the metadata servers know [`Client::caller`], in words.
+    pub fn caller_proof(&self) -> String {
+        self.inner.mds.prover().describe()
+    }
+
     /// Requests this client has sent to the metadata servers: what a walk of the namespace
     /// costs, for tests and benchmarks.
     pub fn mds_requests(&self) -> u64 {

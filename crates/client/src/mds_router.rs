@@ -63,6 +63,11 @@ impl MdsRouter {
         self.prover.open(index, addr, None)
     }
 
+    /// How this router's connections prove their user.
+    pub fn prover(&self) -> &Prover {
+        &self.prover
+    }
+
     /// Requests sent so far (a resend after a lost connection counts once).
     pub fn sent(&self) -> u64 {
         self.sent.load(std::sync::atomic::Ordering::Relaxed)

@@ -76,6 +76,15 @@ impl Prover {
         &self.caller
     }
 
+    /// How the servers know who this client acts for, in words (`tessera whoami`).
+    pub fn describe(&self) -> String {
+        match &self.source {
+            Source::Believed => "believed: this cluster's metadata servers do not ask for proof".into(),
+            Source::Key(_) => "proven with the cluster's user key".into(),
+            Source::Agent(socket) => format!("proven by the user agent at {}", socket.display()),
+        }
+    }
+
     /// A new connection to metadata server `index` at `addr`, whose requests are sent for this
     /// prover's caller, proven first (a challenge, then a proof for it) when the servers ask;
     /// `timeout` bounds the connect and each reply (the connection's default otherwise).

@@ -14,15 +14,10 @@ pub struct WhoamiArgs {
 }
 
 pub fn whoami(args: WhoamiArgs) -> Result<()> {
-    let (client, config) = args.cluster.connect()?;
+    let (client, _) = args.cluster.connect()?;
     let me = client.caller();
     let groups: Vec<String> = me.groups.iter().map(u32::to_string).collect();
-    let how = match (&config.user_key_file, &config.user_agent_socket) {
-        (None, None) => "believed: this cluster's metadata servers do not ask for proof".to_string(),
-        (Some(key), _) if std::fs::File::open(key).is_ok() => format!("proven with the user key {}", key.display()),
-        (_, Some(agent)) => format!("proven by the user agent at {}", agent.display()),
-        (Some(key), None) => format!("proven with the user key {}", key.display()),
-    };
-    println!("uid={} gid={} groups={} ({how})", me.uid, me.gid, if groups.is_empty() { "-".to_string() } else { groups.join(",") });
+    let groups = if groups.is_empty() { "-".to_string() } else { groups.join(",") };
+    println!("uid={} gid={} groups={groups} ({})", me.uid, me.gid, client.caller_proof());
     Ok(())
 }
