@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tessera_mds_proto::identity::{Challenge, CHALLENGE_LEN};
 use tessera_mds_proto::wire::Reader;
-use tessera_mds_proto::{Caller, ConnectionError, MdsConnection, Proof, Reply, Request, UserKey};
+use tessera_mds_proto::{Caller, ConnectionError, MdsConnection, Proof, Request, UserKey};
 
 use crate::config::ClusterConfig;
 use crate::error::{ClientError, MdsLinkError};
@@ -98,10 +98,8 @@ impl Prover {
         if matches!(self.source, Source::Believed) {
             return Ok(link);
         }
-        let challenge = match link.call(&Request::Challenge).map_err(|e| link_error(e.into()))? {
-            Ok(Reply::Challenge(c)) => c,
-            Ok(other) => return Err(link_error(MdsLinkError::UnexpectedReply { request: "Challenge", reply: crate::mds_router::reply_name(&other) })),
-            Err(_) => return Err(link_error(MdsLinkError::ProofRefused { uid: self.caller.uid })),
+        let Ok(challenge) = link.challenge().map_err(|e| link_error(e.into()))? else {
+            return Err(link_error(MdsLinkError::ProofRefused { uid: self.caller.uid }));
         };
         let proof = self.prove(&challenge)?;
         if link.call(&Request::Authenticate { proof }).map_err(|e| link_error(e.into()))?.is_err() {

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
+use crate::identity::Challenge;
 use crate::{encode_request_frame, Caller, frame_body_len, DecodeError, Frame, FsError, Message, Reply, Request, FRAME_HEADER_LEN};
 
 /// How long a call waits for its reply by default before the connection is given up. Generous:
@@ -120,6 +121,16 @@ impl MdsConnection {
     pub fn with_caller(mut self, caller: Caller) -> MdsConnection {
         self.caller = caller;
         self
+    }
+
+    /// The first step of proving this connection's user (`identity.rs`): the server's
+    /// challenge, which a proof sent with `Request::Authenticate` must answer.
+    pub fn challenge(&mut self) -> Result<Result<Challenge, FsError>, ConnectionError> {
+        Ok(match self.call(&Request::Challenge)? {
+            Ok(Reply::Challenge(c)) => Ok(c),
+            Ok(_) => Err(FsError::Protocol),
+            Err(e) => Err(e),
+        })
     }
 
     /// Sends one request and waits for its answer: the server's result, or why none came.

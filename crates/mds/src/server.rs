@@ -295,9 +295,9 @@ impl Mds {
                 FsError::PeerDown
             })?;
             if let Some(key) = &self.config.user_key {
-                let proved = conn.call(&Request::Challenge).and_then(|answer| match answer {
-                    Ok(Reply::Challenge(c)) => conn.call(&Request::Authenticate { proof: key.prove(&Caller::ROOT, &c) }),
-                    other => Ok(other.and(Err(FsError::Protocol))),
+                let proved = conn.challenge().and_then(|challenge| match challenge {
+                    Ok(c) => conn.call(&Request::Authenticate { proof: key.prove(&Caller::ROOT, &c) }),
+                    Err(e) => Ok(Err(e)),
                 });
                 match proved {
                     Ok(Ok(_)) => {}
