@@ -4,28 +4,34 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// Parses a byte count with an optional binary suffix (K, M, G, T; `KiB`, `KB` and `k` alike).
+/// Parses a byte count with an optional suffix, as GNU coreutils (`truncate -s`, `dd`) read
+/// them: K, M, G, T and KiB, MiB, GiB, TiB are powers of 1024; KB, MB, GB, TB powers of 1000.
+/// Case is ignored (`64k` is `64K`).
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (number, suffix) = t.split_at(split);
-    let shift = match suffix.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
-        other => return Err(format!("`{text}`: unknown size suffix `{other}` (use K, M, G or T)")),
+    let unit: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        other => return Err(format!("`{text}`: unknown size suffix `{other}` (use K, M, G or T for powers of 1024, KB, MB, GB or TB for powers of 1000)")),
     };
     if number.is_empty() {
         return Err(format!("`{text}` is not a size (examples: 4096, 64K, 1M, 1.5G)"));
     }
     let bytes = if number.contains('.') {
         let v: f64 = number.parse().map_err(|_| format!("`{text}` is not a size"))?;
-        v * (1u64 << shift) as f64
+        v * unit as f64
     } else {
         let v: u64 = number.parse().map_err(|_| format!("`{text}` is not a size"))?;
-        return v.checked_mul(1u64 << shift).ok_or_else(|| format!("`{text}` is too large"));
+        return v.checked_mul(unit).ok_or_else(|| format!("`{text}` is too large"));
     };
     if !(0.0..=u64::MAX as f64).contains(&bytes) || bytes.fract() != 0.0 {
         return Err(format!("`{text}` is not a whole number of bytes"));
@@ -181,7 +187,11 @@ mod tests {
         assert_eq!(parse_size("1M"), Ok(1 << 20));
         assert_eq!(parse_size("4MiB"), Ok(4 << 20));
         assert_eq!(parse_size("1.5G"), Ok(3 << 29));
-        assert_eq!(parse_size("2 kb"), Ok(2048));
+        assert_eq!(parse_size("2 kib"), Ok(2048));
+        assert_eq!(parse_size("2 kb"), Ok(2000), "KB is 1000, as GNU truncate reads it");
+        assert_eq!(parse_size("1MB"), Ok(1_000_000));
+        assert_eq!(parse_size("1.5GB"), Ok(1_500_000_000));
+        assert_eq!(parse_size("20000000TB"), Err("`20000000TB` is too large".into()));
     }
 
     #[test]

@@ -12,7 +12,8 @@ use crate::units::parse_size;
 
 #[derive(Args)]
 pub struct TruncateArgs {
-    /// The new size (4096, 64K, 1M, 1.5G). Relative forms (+1M, -1M, <, >, /, %) are not
+    /// The new size (4096, 64K, 1M, 1.5G; K, M, G, T are powers of 1024, KB, MB, GB, TB powers
+    /// of 1000, as GNU truncate reads them). Relative forms (+1M, -1M, <, >, /, %) are not
     /// taken: give the size the files should have.
     #[arg(short = 's', long = "size", value_parser = absolute_size, allow_hyphen_values = true)]
     size: u64,
