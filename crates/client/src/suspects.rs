@@ -10,10 +10,10 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use tessera_mds_proto::{Reply, Request};
+use tessera_mds_proto::{Caller, Reply, Request};
 
 use crate::config::ClusterConfig;
-use crate::prover::open_mds;
+use crate::prover::Prover;
 
 /// The login timeout for an OSD a metadata server reports down.
 pub const SUSPECT_LOGIN_TIMEOUT: Duration = Duration::from_secs(3);
@@ -46,8 +46,10 @@ impl Suspects {
 
     /// The first server that answers: every server probes every OSD.
     fn ask(&self) -> Vec<u32> {
-        for index in 0..self.config.mds.len() as u32 {
-            let Ok(mut link) = open_mds(&self.config, index, Some(ASK_TIMEOUT)) else { continue };
+        // One prover for every server asked: reading the key or asking the agent once.
+        let Ok((prover, _)) = Prover::new(&self.config, Caller::of_process()) else { return Vec::new() };
+        for (index, server) in self.config.mds.iter().enumerate() {
+            let Ok(mut link) = prover.open(index as u32, &server.addr, Some(ASK_TIMEOUT)) else { continue };
             if let Ok(Ok(Reply::OsdsDown(down))) = link.call(&Request::OsdsDown) {
                 return down;
             }
