@@ -19,8 +19,13 @@ pub enum MdsLinkError {
     #[error("answered {request} with an unexpected {reply} reply")]
     UnexpectedReply { request: &'static str, reply: &'static str },
     /// The server proves users and did not accept this client's proof (its log says why).
-    #[error("refused this client's proof of user {uid}: the user key the server holds is not the one the client or its agent used, or the proof expired (clocks apart?)")]
+    #[error("refused this client's proof of user {uid}: the user key the server holds is not the one the client or its agent used (its log says why)")]
     ProofRefused { uid: u32 },
+    /// The server accepted a proof without sealing the connection: it holds no user key, so
+    /// it could not derive the session key, and a client that proves its user sends nothing
+    /// in the clear to a server that cannot show it holds the key.
+    #[error("accepted this client's proof without sealing the connection: the server holds no user key (is its cluster file the client's?), or it is not the cluster's metadata server")]
+    NotSealed,
 }
 
 #[derive(Debug, Error)]

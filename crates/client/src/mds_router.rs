@@ -135,5 +135,6 @@ pub fn reply_name(reply: &Reply) -> &'static str {
         Reply::OsdsDown(_) => "OsdsDown",
         Reply::PeersDown(_) => "PeersDown",
         Reply::Challenge(_) => "Challenge",
+        Reply::Sealed => "Sealed",
     }
 }

@@ -12,12 +12,13 @@ use std::time::Duration;
 
 use tessera_mds_proto::identity::{Challenge, CHALLENGE_LEN};
 use tessera_mds_proto::wire::Reader;
-use tessera_mds_proto::{Caller, ConnectionError, MdsConnection, Proof, Request, UserKey};
+use tessera_mds_proto::{Caller, ConnectionError, FsError, MdsConnection, Proof, SessionKey, UserKey};
 
 use crate::config::ClusterConfig;
 use crate::error::{ClientError, MdsLinkError};
 
-/// Longest answer an agent may send: a proof with every group a caller may have.
+/// Longest answer an agent may send: a proof with every group a caller may have, and a
+/// session key.
 const AGENT_REPLY_MAX: usize = 512;
 /// How long an agent may take to answer.
 const AGENT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -57,7 +58,7 @@ impl Prover {
         if let Source::Agent(socket) = &prover.source {
             // Who the agent says this process is, asked once now (with a challenge no server
             // sent, so the answer proves nothing anywhere).
-            let proven = ask_agent(socket, &[0; CHALLENGE_LEN])?.caller;
+            let proven = ask_agent(socket, &[0; CHALLENGE_LEN])?.0.caller;
             if (proven.uid, proven.gid) != (prover.caller.uid, prover.caller.gid) {
                 let reason = format!(
                     "asked to act for uid {} gid {}, but the agent proves this process is uid {} gid {} (only a process that can read the user key acts for others)",
@@ -86,8 +87,9 @@ impl Prover {
     }
 
     /// A new connection to metadata server `index` at `addr`, whose requests are sent for this
-    /// prover's caller, proven first (a challenge, then a proof for it) when the servers ask;
-    /// `timeout` bounds the connect and each reply (the connection's default otherwise).
+    /// prover's caller, proven first (a challenge, then a proof for it) when the servers ask,
+    /// and then sealed (`tessera_mds_proto::seal`); `timeout` bounds the connect and each
+    /// reply (the connection's default otherwise).
     pub fn open(&self, index: u32, addr: &str, timeout: Option<Duration>) -> Result<MdsConnection, ClientError> {
         let link_error = |source: MdsLinkError| ClientError::Mds { server: index, addr: addr.to_string(), source };
         let connected = match timeout {
@@ -101,16 +103,17 @@ impl Prover {
         let Ok(challenge) = link.challenge().map_err(|e| link_error(e.into()))? else {
             return Err(link_error(MdsLinkError::ProofRefused { uid: self.caller.uid }));
         };
-        let proof = self.prove(&challenge)?;
-        if link.call(&Request::Authenticate { proof }).map_err(|e| link_error(e.into()))?.is_err() {
-            return Err(link_error(MdsLinkError::ProofRefused { uid: self.caller.uid }));
+        let (proof, session) = self.prove(&challenge)?;
+        match link.authenticate(proof, &session).map_err(|e| link_error(e.into()))? {
+            Ok(()) => Ok(link),
+            Err(FsError::Protocol) => Err(link_error(MdsLinkError::NotSealed)),
+            Err(_) => Err(link_error(MdsLinkError::ProofRefused { uid: self.caller.uid })),
         }
-        Ok(link)
     }
 
-    fn prove(&self, challenge: &Challenge) -> Result<Proof, ClientError> {
+    fn prove(&self, challenge: &Challenge) -> Result<(Proof, SessionKey), ClientError> {
         match &self.source {
-            Source::Key(key) => Ok(key.prove(&self.caller, challenge)),
+            Source::Key(key) => Ok(key.prove_sealed(&self.caller, challenge)),
             Source::Agent(socket) => ask_agent(socket, challenge),
             Source::Believed => unreachable!("nothing is proven to servers that believe their callers"),
         }
@@ -126,8 +129,9 @@ fn read_key(path: &Path) -> std::io::Result<UserKey> {
     Ok(UserKey::from_bytes(key.bytes()))
 }
 
-/// A proof for `challenge` from the agent listening on `socket`.
-fn ask_agent(socket: &Path, challenge: &Challenge) -> Result<Proof, ClientError> {
+/// A proof for `challenge` from the agent listening on `socket`, and the key the connection
+/// is sealed under once the server accepts it.
+fn ask_agent(socket: &Path, challenge: &Challenge) -> Result<(Proof, SessionKey), ClientError> {
     let failed = |what: &str, e: std::io::Error| ClientError::UserProof { reason: format!("the user agent at {}: {what}: {e}", socket.display()) };
     let mut stream = UnixStream::connect(socket).map_err(|e| failed("cannot connect (is the cluster's metadata server 0 running?)", e))?;
     stream.set_read_timeout(Some(AGENT_TIMEOUT)).map_err(|e| failed("setting a timeout", e))?;
@@ -143,10 +147,11 @@ fn ask_agent(socket: &Path, challenge: &Challenge) -> Result<Proof, ClientError>
     stream.read_exact(&mut body).map_err(|e| failed("a short answer", e))?;
     let mut r = Reader::new(&body);
     let proof = Proof::decode(&mut r).map_err(|e| ClientError::UserProof { reason: format!("the user agent at {} sent a malformed proof: {e}", socket.display()) })?;
+    let session = r.array().map(SessionKey).map_err(|e| ClientError::UserProof { reason: format!("the user agent at {} sent no session key after its proof: {e}", socket.display()) })?;
     if r.remaining() != 0 {
-        return Err(ClientError::UserProof { reason: format!("the user agent at {} sent {} bytes after its proof", socket.display(), r.remaining()) });
+        return Err(ClientError::UserProof { reason: format!("the user agent at {} sent {} bytes after its proof and session key", socket.display(), r.remaining()) });
     }
-    Ok(proof)
+    Ok((proof, session))
 }
 
 /// A connection to metadata server `index` of `config` for this process's own user, proven

@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 use crate::identity::Challenge;
-use crate::{encode_request_frame, Caller, frame_body_len, DecodeError, Frame, FsError, Message, Reply, Request, FRAME_HEADER_LEN};
+use crate::seal::{self, End, Seal, SessionKey};
+use crate::{encode_request_frame, Caller, DecodeError, Frame, FsError, Message, Proof, Reply, Request, FRAME_HEADER_LEN};
 
 /// How long a call waits for its reply by default before the connection is given up. Generous:
 /// a create may wait for CREATE on every OSD of its stripe when a pool runs dry.
@@ -84,6 +85,8 @@ pub struct MdsConnection {
     timeout: Duration,
     /// The user every request on this connection is sent for.
     caller: Caller,
+    /// Every frame is sealed once the user is proven (`seal.rs`).
+    seal: Option<Seal>,
 }
 
 impl MdsConnection {
@@ -113,7 +116,7 @@ impl MdsConnection {
         stream.set_read_timeout(Some(timeout.min(PROBE_AFTER)))?;
         stream.set_write_timeout(Some(timeout))?;
         let reader = BufReader::with_capacity(READ_BUFFER, stream.try_clone()?);
-        Ok(MdsConnection { stream, reader, next_id: 1, timeout, caller: Caller::of_process() })
+        Ok(MdsConnection { stream, reader, next_id: 1, timeout, caller: Caller::of_process(), seal: None })
     }
 
     /// Sends every later request for `caller` instead of this process's own user (a server
@@ -133,6 +136,27 @@ impl MdsConnection {
         })
     }
 
+    /// The second step: sends `proof` (made for this connection's challenge). When the server
+    /// accepts it, every later frame both ways is sealed under `session`, the key the proof
+    /// gives (`seal.rs`). A server that accepts it without sealing (one that believes its
+    /// callers and so cannot derive the key) is refused here as `Protocol`: a client that
+    /// proves its user talks only to a server that can seal, so nothing impersonates one.
+    pub fn authenticate(&mut self, proof: Proof, session: &SessionKey) -> Result<Result<(), FsError>, ConnectionError> {
+        Ok(match self.call(&Request::Authenticate { proof })? {
+            Ok(Reply::Sealed) => {
+                self.seal = Some(Seal::new(session, End::Client));
+                Ok(())
+            }
+            Ok(_) => Err(FsError::Protocol),
+            Err(e) => Err(e),
+        })
+    }
+
+    /// Whether this connection's frames are sealed.
+    pub fn is_sealed(&self) -> bool {
+        self.seal.is_some()
+    }
+
     /// Sends one request and waits for its answer: the server's result, or why none came.
     pub fn call(&mut self, request: &Request) -> Result<Result<Reply, FsError>, ConnectionError> {
         let request_id = self.next_id;
@@ -141,15 +165,22 @@ impl MdsConnection {
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => ConnectionError::NoReply { secs: self.timeout.as_secs() },
             _ => ConnectionError::Io(e),
         };
-        self.stream.write_all(&encode_request_frame(request_id, &self.caller, request)).map_err(timed_out)?;
+        let mut frame = encode_request_frame(request_id, &self.caller, request);
+        if let Some(seal) = &mut self.seal {
+            seal.seal_frame(&mut frame);
+        }
+        self.stream.write_all(&frame).map_err(timed_out)?;
         let limit = if request.runs_long() { self.timeout.max(LONG_REPLY_TIMEOUT) } else { self.timeout };
         let since = Instant::now();
         let deadline = since + limit;
         let mut header = [0u8; FRAME_HEADER_LEN];
         self.read_reply(&mut header, deadline, since)?;
         // Checked before allocating, so a hostile length costs nothing.
-        let mut body = vec![0u8; frame_body_len(header)?];
+        let mut body = vec![0u8; seal::body_len(self.seal.as_ref(), header)?];
         self.read_reply(&mut body, deadline, since)?;
+        if let Some(seal) = &mut self.seal {
+            seal.open_body(&mut body)?;
+        }
         let frame = Frame::decode_body(&body)?;
         if frame.request_id != request_id {
             return Err(ConnectionError::Mismatch { expected: request_id, got: frame.request_id });
@@ -215,7 +246,7 @@ mod tests {
     use std::net::TcpListener;
 
     use super::*;
-    use crate::{decode_frame, encode_frame, InodeId};
+    use crate::{decode_frame, encode_frame, frame_body_len, InodeId};
 
     /// Goal: a connection reads as open while its server holds it, and as closed once the
     /// server has closed it, before any request is sent.

@@ -128,6 +128,9 @@ pub enum DecodeError {
     TooLong { what: &'static str, value: u64, max: u64, at: usize },
     #[error("invalid {what} at byte {at}")]
     Invalid { what: &'static str, at: usize },
+    /// A frame on a sealed connection (`seal.rs`) that does not open under its session key.
+    #[error("a sealed frame failed its integrity check: altered, replayed, out of order, or not sealed under this connection's key")]
+    Unsealed,
 }
 
 impl DecodeError {

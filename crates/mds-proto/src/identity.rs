@@ -25,6 +25,7 @@ use ring::hmac;
 
 use crate::caller::Caller;
 use crate::error::DecodeError;
+use crate::seal::{SessionKey, SESSION_KEY_LEN};
 use crate::wire::{Reader, Writer};
 
 /// Bytes of a user key.
@@ -34,6 +35,8 @@ pub const CHALLENGE_LEN: usize = 16;
 /// What the MAC covers first, so a proof can never be taken for another message made with
 /// the same key.
 const CONTEXT: &[u8] = b"tessera user proof v2";
+/// What a session key's MAC covers first (`seal.rs`): never the same input as a proof's.
+const SESSION_CONTEXT: &[u8] = b"tessera session key v1";
 
 /// A server's challenge to one connection.
 pub type Challenge = [u8; CHALLENGE_LEN];
@@ -62,8 +65,12 @@ impl Proof {
     }
 
     fn signed_bytes(&self) -> Vec<u8> {
+        self.bytes_after(CONTEXT)
+    }
+
+    fn bytes_after(&self, context: &[u8]) -> Vec<u8> {
         let mut w = Writer::default();
-        w.bytes(CONTEXT);
+        w.bytes(context);
         self.encode_signed(&mut w);
         w.buf
     }
@@ -105,6 +112,22 @@ impl UserKey {
         proof
     }
 
+    /// [`UserKey::prove`], with the key the connection is sealed under once the proof is
+    /// accepted (`seal.rs`): only a holder of the user key can derive it, and it is bound to
+    /// the caller and the challenge, so it seals that one connection.
+    pub fn prove_sealed(&self, caller: &Caller, challenge: &Challenge) -> (Proof, SessionKey) {
+        let proof = self.prove(caller, challenge);
+        let session = self.session_key(&proof);
+        (proof, session)
+    }
+
+    /// The session key of the connection `proof` was made for.
+    pub fn session_key(&self, proof: &Proof) -> SessionKey {
+        let mut key = [0u8; SESSION_KEY_LEN];
+        key.copy_from_slice(hmac::sign(&self.key, &proof.bytes_after(SESSION_CONTEXT)).as_ref());
+        SessionKey(key)
+    }
+
     /// The caller `proof` proves on a connection that was sent `challenge` (`None`: none was).
     pub fn verify(&self, proof: &Proof, challenge: Option<&Challenge>) -> Result<Caller, ProofError> {
         let challenge = challenge.ok_or(ProofError::NoChallenge)?;
@@ -139,6 +162,17 @@ mod tests {
         assert_eq!(key(1).verify(&extra_group, Some(&c1)), Err(ProofError::BadMac));
         let moved = Proof { challenge: c2, ..proof.clone() };
         assert_eq!(key(1).verify(&moved, Some(&c2)), Err(ProofError::BadMac), "the challenge is under the MAC");
+    }
+
+    #[test]
+    fn a_session_key_is_its_connections_and_callers_alone() {
+        let alice = Caller::user(1000, 1000);
+        let (proof, session) = key(1).prove_sealed(&alice, &[1; CHALLENGE_LEN]);
+        assert_eq!(key(1).session_key(&proof), session, "both ends derive the same key");
+        assert_ne!(&session.0, &proof.mac, "the key is not the MAC sent in the clear");
+        assert_ne!(key(1).prove_sealed(&alice, &[2; CHALLENGE_LEN]).1, session, "another connection");
+        assert_ne!(key(1).prove_sealed(&Caller::user(1001, 1000), &[1; CHALLENGE_LEN]).1, session, "another caller");
+        assert_ne!(key(2).prove_sealed(&alice, &[1; CHALLENGE_LEN]).1, session, "another cluster");
     }
 
     #[test]

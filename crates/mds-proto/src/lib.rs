@@ -12,6 +12,8 @@
 //! - [`usage`]: each OSD's capacity, use and backing file system, for `df`.
 //! - [`request`] / [`reply`]: one variant per operation, hand-written encode/decode each.
 //! - [`frame`]: length-prefixed frames carrying a request id and one message.
+//! - [`identity`] / [`seal`]: proof of the user a connection acts for, and the sealing of
+//!   every frame after it.
 //! - [`connection`]: [`MdsConnection`], frames over TCP, one request at a time.
 //! - [`fuzzing`]: the fuzz entry point, a plain function `cargo test` also runs.
 
@@ -26,6 +28,7 @@ pub mod limits;
 pub mod mode;
 pub mod reply;
 pub mod request;
+pub mod seal;
 pub mod types;
 pub mod usage;
 pub mod wire;
@@ -35,6 +38,7 @@ pub use connection::{ConnectionError, MdsConnection};
 pub use error::{DecodeError, FsError};
 pub use grant::{Grant, ObjectCredential};
 pub use identity::{Proof, ProofError, UserKey};
+pub use seal::{Seal, SessionKey};
 pub use usage::{FsSpace, OsdUsage};
 pub use frame::{decode_frame, encode_frame, encode_request_frame, frame_body_len, Frame, Message, FRAME_HEADER_LEN};
 pub use reply::Reply;

@@ -42,6 +42,9 @@ pub enum Reply {
     PeersDown(Vec<u32>),
     /// Challenge: the bytes this connection's proof of its user must answer.
     Challenge(crate::identity::Challenge),
+    /// Sealed: the proof is accepted, and every later frame on the connection, both ways, is
+    /// sealed under the session key the proof gives (`seal.rs`).
+    Sealed,
 }
 
 mod tag {
@@ -59,6 +62,7 @@ mod tag {
     pub const OSDS_DOWN: u8 = 11;
     pub const PEERS_DOWN: u8 = 12;
     pub const CHALLENGE: u8 = 13;
+    pub const SEALED: u8 = 14;
 }
 
 /// A set of daemon indices below `max`, ascending.
@@ -196,6 +200,7 @@ impl Reply {
                 w.u8(tag::CHALLENGE);
                 w.bytes(bytes);
             }
+            Reply::Sealed => w.u8(tag::SEALED),
         }
     }
 
@@ -260,6 +265,7 @@ impl Reply {
             tag::OSDS_DOWN => Reply::OsdsDown(decode_indices(r, OSDS_MAX, "down OSDs", "down OSD index (ascending, below the OSD limit)")?),
             tag::PEERS_DOWN => Reply::PeersDown(decode_indices(r, SERVERS_MAX, "down servers", "down server index (ascending, below the server limit)")?),
             tag::CHALLENGE => Reply::Challenge(r.array()?),
+            tag::SEALED => Reply::Sealed,
             t => return Err(DecodeError::UnknownTag { what: "reply tag", value: t as u32, at }),
         })
     }

@@ -146,6 +146,7 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
         prop::collection::btree_set(0u32..1024, 0..10).prop_map(|set| Reply::OsdsDown(set.into_iter().collect())),
         prop::collection::btree_set(0u32..64, 0..10).prop_map(|set| Reply::PeersDown(set.into_iter().collect())),
         any::<[u8; 16]>().prop_map(Reply::Challenge),
+        Just(Reply::Sealed),
         any::<[u64; 4]>().prop_map(|v| Reply::StatFs(StatFs { files: v[0], directories: v[1], symlinks: v[2], pending_removals: v[3] })),
         (prop::collection::vec("[a-z0-9.:]{1,30}", 0..5), prop::collection::vec(("[a-z0-9.:]{1,30}", any::<u64>()), 0..5)).prop_map(
             |(servers, osds)| Reply::ClusterMap(ClusterMap {

@@ -6,12 +6,16 @@
 //! - Sending never blocks: what the socket does not take waits here, and the loop asks to be
 //!   told when the socket is writable again. A client that takes none of it for
 //!   [`REPLY_WRITE_TIMEOUT`] is cut off.
+//! - Once its user is proven the connection is sealed ([`Conn::start_sealing`]): frames are
+//!   opened as they are parsed and sealed as they are sent, so the loop and the workers see
+//!   plain frames only.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use tessera_mds_proto::{frame_body_len, DecodeError, FRAME_HEADER_LEN};
+use tessera_mds_proto::seal::{self, End, Seal};
+use tessera_mds_proto::{DecodeError, SessionKey, FRAME_HEADER_LEN};
 
 /// Bytes read from a connection at a time.
 const READ_CHUNK: usize = 16 * 1024;
@@ -43,13 +47,15 @@ pub struct Conn {
     stalled_since: Option<Instant>,
     /// What this connection has shown of its user (`proven.rs`).
     pub identity: crate::proven::Identity,
+    /// Frames both ways are sealed from here on (`tessera_mds_proto::seal`).
+    seal: Option<Seal>,
 }
 
 impl Conn {
     pub fn new(stream: TcpStream) -> io::Result<Conn> {
         stream.set_nonblocking(true)?;
         stream.set_nodelay(true)?;
-        Ok(Conn { stream, inbox: Vec::new(), taken: 0, filled: 0, outbox: Vec::new(), sent: 0, stalled_since: None, identity: Default::default() })
+        Ok(Conn { stream, inbox: Vec::new(), taken: 0, filled: 0, outbox: Vec::new(), sent: 0, stalled_since: None, identity: Default::default(), seal: None })
     }
 
     /// The next whole frame, from what was read before or from the socket.
@@ -77,7 +83,7 @@ impl Conn {
         held.len() >= FRAME_HEADER_LEN && {
             let mut header = [0u8; FRAME_HEADER_LEN];
             header.copy_from_slice(&held[..FRAME_HEADER_LEN]);
-            frame_body_len(header).map_or(true, |len| held.len() >= FRAME_HEADER_LEN + len)
+            seal::body_len(self.seal.as_ref(), header).map_or(true, |len| held.len() >= FRAME_HEADER_LEN + len)
         }
     }
 
@@ -89,13 +95,16 @@ impl Conn {
         }
         let mut header = [0u8; FRAME_HEADER_LEN];
         header.copy_from_slice(&held[..FRAME_HEADER_LEN]);
-        let len = frame_body_len(header)?;
+        let len = seal::body_len(self.seal.as_ref(), header)?;
         if held.len() < FRAME_HEADER_LEN + len {
             return Ok(None);
         }
         let start = self.taken + FRAME_HEADER_LEN;
-        let body = self.inbox[start..start + len].to_vec();
+        let mut body = self.inbox[start..start + len].to_vec();
         self.taken = start + len;
+        if let Some(seal) = &mut self.seal {
+            seal.open_body(&mut body)?;
+        }
         Ok(Some(body))
     }
 
@@ -124,8 +133,19 @@ impl Conn {
         read
     }
 
-    /// Queues `bytes` and sends what the socket takes now. Err: the connection is broken.
-    pub fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+    /// Seals every frame from here on, both ways, under `key`: frames already read but not yet
+    /// parsed included, since the client seals everything after its proof.
+    pub fn start_sealing(&mut self, key: &SessionKey) {
+        self.seal = Some(Seal::new(key, End::Server));
+    }
+
+    /// Queues the encoded frame `frame` (sealed first, on a sealed connection) and sends what
+    /// the socket takes now. Err: the connection is broken.
+    pub fn send(&mut self, mut frame: Vec<u8>) -> io::Result<()> {
+        if let Some(seal) = &mut self.seal {
+            seal.seal_frame(&mut frame);
+        }
+        let bytes = &frame[..];
         if self.outbox.is_empty() {
             // The common case: straight from the caller's buffer, nothing copied.
             let sent = self.write_some(bytes)?;

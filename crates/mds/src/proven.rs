@@ -2,10 +2,12 @@
 //! believes the caller each frame names (AUTH_SYS-like). With one, a connection first asks for
 //! a challenge, then proves its user with a proof made for that challenge under the key
 //! (`tessera_mds_proto::identity`), and every later frame must name the caller it proved: a
-//! client cannot switch users mid-stream, nor use a proof read off another connection.
+//! client cannot switch users mid-stream, nor use a proof read off another connection. The
+//! accepted proof also gives the key the connection is sealed under from its reply on
+//! (`tessera_mds_proto::seal`), which the loop takes with [`Identity::take_session`].
 
 use tessera_mds_proto::identity::Challenge;
-use tessera_mds_proto::{Caller, FsError, Reply, Request, UserKey};
+use tessera_mds_proto::{Caller, FsError, Reply, Request, SessionKey, UserKey};
 
 /// What one connection has shown of its user so far.
 #[derive(Debug, Default)]
@@ -14,6 +16,16 @@ pub struct Identity {
     challenge: Option<Challenge>,
     /// The caller proven.
     proven: Option<Caller>,
+    /// The key to seal the connection under, once the proof's reply has left.
+    session: Option<SessionKey>,
+}
+
+impl Identity {
+    /// The session key a proof just gave, once: every frame after the proof's reply is sealed
+    /// under it.
+    pub fn take_session(&mut self) -> Option<SessionKey> {
+        self.session.take()
+    }
 }
 
 /// What to do with one request frame.
@@ -43,7 +55,8 @@ pub fn admit(key: Option<&UserKey>, identity: &mut Identity, caller: Caller, req
             match key.verify(&proof, identity.challenge.take().as_ref()) {
                 Ok(who) => {
                     identity.proven = Some(who);
-                    Admission::Answer(Ok(Reply::Done))
+                    identity.session = Some(key.session_key(&proof));
+                    Admission::Answer(Ok(Reply::Sealed))
                 }
                 Err(e) => {
                     tracing::warn!(uid = proof.caller.uid, error = %e, "refused a user proof");
@@ -108,7 +121,10 @@ mod tests {
         let c = challenge(Some(&key), &mut conn);
         assert_ne!(challenge(Some(&key), &mut Identity::default()), c, "each connection its own");
         let proof = key.prove(&alice, &c);
-        assert_eq!(admit(Some(&key), &mut conn, alice.clone(), Request::Authenticate { proof: proof.clone() }), Admission::Answer(Ok(Reply::Done)));
+        assert_eq!(conn.take_session(), None, "no session before a proof is accepted");
+        assert_eq!(admit(Some(&key), &mut conn, alice.clone(), Request::Authenticate { proof: proof.clone() }), Admission::Answer(Ok(Reply::Sealed)));
+        assert_eq!(conn.take_session(), Some(key.session_key(&proof)), "sealed under the proof's session key");
+        assert_eq!(conn.take_session(), None, "taken once");
         assert_eq!(admit(Some(&key), &mut conn, alice.clone(), stat()), Admission::Run(alice.clone(), stat()));
         assert_eq!(admit(Some(&key), &mut conn, Caller::ROOT, stat()), refused, "no switching users");
         assert_eq!(admit(Some(&key), &mut conn, Caller { groups: vec![0], ..alice.clone() }, stat()), refused, "nor groups");

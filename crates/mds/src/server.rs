@@ -296,7 +296,10 @@ impl Mds {
             })?;
             if let Some(key) = &self.config.user_key {
                 let proved = conn.challenge().and_then(|challenge| match challenge {
-                    Ok(c) => conn.call(&Request::Authenticate { proof: key.prove(&Caller::ROOT, &c) }),
+                    Ok(c) => {
+                        let (proof, session) = key.prove_sealed(&Caller::ROOT, &c);
+                        conn.authenticate(proof, &session)
+                    }
                     Err(e) => Ok(Err(e)),
                 });
                 match proved {

@@ -27,7 +27,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use polling::{Event, Events, Poller};
-use tessera_mds_proto::{encode_frame, Frame, FsError, Message, Reply};
+use tessera_mds_proto::{encode_frame, DecodeError, Frame, FsError, Message, Reply};
 
 use crate::commit::Pending;
 use crate::conn::{Conn, Input};
@@ -266,6 +266,10 @@ impl Front {
                     return;
                 }
                 Ok(Input::Closed) => return self.close(key),
+                Err(DecodeError::Unsealed) => {
+                    tracing::warn!("a frame on a sealed MDS connection failed its integrity check (altered, replayed or injected on the way?); closing the connection");
+                    return self.close(key);
+                }
                 Err(e) => {
                     tracing::debug!(%e, "bad frame header; closing the MDS connection");
                     return self.close(key);
@@ -278,19 +282,28 @@ impl Front {
     fn dispatch(&mut self, key: usize, body: Vec<u8>) {
         let (request_id, caller, request) = match Frame::decode_body(&body) {
             Ok(Frame { request_id, message: Message::Request(caller, request) }) => (request_id, caller, request),
-            Ok(Frame { request_id, message: Message::Reply(_) }) => return self.send(key, &encode(request_id, Err(FsError::Protocol))),
+            Ok(Frame { request_id, message: Message::Reply(_) }) => return self.send(key, encode(request_id, Err(FsError::Protocol))),
             Err(e) => match Frame::request_id_of(&body) {
-                Some(id) => return self.send(key, &encode(id, Err(e.fs_error()))),
+                Some(id) => return self.send(key, encode(id, Err(e.fs_error()))),
                 None => return self.close(key),
             },
         };
         let Some(slot) = self.conns.get_mut(&key) else { return };
         let (caller, request) = match proven::admit(self.mds.user_key(), &mut slot.conn.identity, caller, request) {
             Admission::Run(caller, request) => (caller, request),
-            Admission::Answer(result) => return self.send(key, &encode(request_id, result)),
+            Admission::Answer(result) => {
+                self.send(key, encode(request_id, result));
+                // A proof just accepted: its reply left in the clear, everything after is sealed.
+                if let Some(slot) = self.conns.get_mut(&key) {
+                    if let Some(session) = slot.conn.identity.take_session() {
+                        slot.conn.start_sealing(&session);
+                    }
+                }
+                return;
+            }
         };
         match self.mds.answer_without_blocking(&caller, request) {
-            Ok(Answer::Now(result)) => self.send(key, &encode(request_id, result)),
+            Ok(Answer::Now(result)) => self.send(key, encode(request_id, result)),
             Ok(Answer::WhenDurable(pending, result)) => {
                 if let Some(slot) = self.conns.get_mut(&key) {
                     slot.owed = true;
@@ -308,7 +321,7 @@ impl Front {
                         tracing::error!("an MDS request panicked; answering EIO");
                         Err(FsError::Io)
                     });
-                    answer_off_the_loop(key, slot.conn, &encode(request_id, result), &poller, &back);
+                    answer_off_the_loop(key, slot.conn, encode(request_id, result), &poller, &back);
                 });
             }
         }
@@ -316,9 +329,9 @@ impl Front {
 
     /// Sends what the socket takes now; the rest waits in the connection (`advance` then
     /// watches for room).
-    fn send(&mut self, key: usize, bytes: &[u8]) {
+    fn send(&mut self, key: usize, frame: Vec<u8>) {
         let Some(slot) = self.conns.get_mut(&key) else { return };
-        if let Err(e) = slot.conn.send(bytes) {
+        if let Err(e) = slot.conn.send(frame) {
             tracing::debug!(%e, "reply not sent; closing the MDS connection");
             self.close(key);
         }
@@ -363,13 +376,14 @@ impl Front {
             let durable = self.mds.wait_durable(o.pending);
             answered.push((o.key, encode(o.request_id, durable.and(o.result))));
         }
-        for (key, reply) in &answered {
-            if let Some(slot) = self.conns.get_mut(key) {
+        let keys: Vec<usize> = answered.iter().map(|(key, _)| *key).collect();
+        for (key, reply) in answered {
+            if let Some(slot) = self.conns.get_mut(&key) {
                 slot.owed = false;
             }
-            self.send(*key, reply);
+            self.send(key, reply);
         }
-        for (key, _) in answered {
+        for key in keys {
             self.advance_from(key, false);
         }
     }
@@ -379,7 +393,7 @@ impl Front {
 /// to the loop. In the common case (the reply fit, no further request read yet) the worker
 /// watches the socket itself, after handing it back, so the loop is not woken for it: the
 /// loop touches a connection handed back so only when its socket reports.
-fn answer_off_the_loop(key: usize, mut conn: Conn, reply: &[u8], poller: &Poller, back: &Sender<Back>) {
+fn answer_off_the_loop(key: usize, mut conn: Conn, reply: Vec<u8>, poller: &Poller, back: &Sender<Back>) {
     if let Err(e) = conn.send(reply) {
         tracing::debug!(%e, "reply not sent; closing the MDS connection");
         if let Err(e) = poller.delete(&conn.stream) {

@@ -3,11 +3,13 @@
 //! listens on a unix socket that any local user may connect to, asks the kernel who connected
 //! (SO_PEERCRED: the effective uid and gid at connect time, which the process cannot choose),
 //! reads that process's supplementary groups from /proc, and proves that caller for the
-//! metadata server's challenge the process passes on:
+//! metadata server's challenge the process passes on, with the key that connection will be
+//! sealed under (`tessera_mds_proto::seal`; it is bound to that caller and challenge, so it
+//! seals only the process's own connection):
 //!
 //! ```text
 //! asked:    0  the challenge (16)
-//! answered: 0  length of the proof (4, big-endian)   4  the proof (`Proof::encode`)
+//! answered: 0  length of what follows (4, big-endian)   4  the proof (`Proof::encode`)   then the session key (32)
 //! ```
 //!
 //! Metadata server 0 of a local cluster runs one (`tessera mds --agent-socket`); a client host
@@ -86,9 +88,10 @@ fn answer(mut stream: UnixStream, key: &UserKey) -> io::Result<Caller> {
     let caller = peer_caller(&stream)?;
     let mut challenge = Challenge::default();
     stream.read_exact(&mut challenge)?;
-    let proof = key.prove(&caller, &challenge);
+    let (proof, session) = key.prove_sealed(&caller, &challenge);
     let mut w = Writer::default();
     proof.encode(&mut w);
+    w.bytes(&session.0);
     let mut reply = (w.buf.len() as u32).to_be_bytes().to_vec();
     reply.extend_from_slice(&w.buf);
     stream.write_all(&reply)?;
