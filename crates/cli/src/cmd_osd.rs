@@ -7,7 +7,7 @@
 //! normal or discovery, pass CHAP first.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -16,7 +16,7 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use tessera_engine::{Engine, EngineConfig};
 use tessera_target::iscsi_server::{TargetConfig, TargetServer};
-use tessera_security::{Key, SecurityMethod};
+use tessera_security::SecurityMethod;
 use tessera_target::osd_lu::OsdCommandSet;
 use tessera_target::security_gate::TargetSecurity;
 use tessera_target::spc::ScsiFront;
@@ -53,11 +53,6 @@ fn parse_method(s: &str) -> Result<SecurityMethod, String> {
     SecurityMethod::from_name(s).ok_or_else(|| format!("unknown security method {s:?}: use nosec, capkey, cmdrsp or alldata"))
 }
 
-fn read_master_key(path: &Path) -> Result<Key> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading the master key file {}", path.display()))?;
-    Key::from_hex(&text).with_context(|| format!("{} must hold a 32-byte key as 64 hex digits", path.display()))
-}
-
 pub fn run(args: OsdArgs) -> Result<()> {
     // Signals are blocked for every thread before any is spawned, and taken by one iterator.
     let mut signals = Signals::new([SIGTERM, SIGINT]).context("installing signal handlers")?;
@@ -73,7 +68,7 @@ pub fn run(args: OsdArgs) -> Result<()> {
     let command_set = if args.security == SecurityMethod::NoSec {
         Arc::new(OsdCommandSet::new(engine))
     } else {
-        let master_key = args.master_key_file.as_deref().map(read_master_key).transpose()?;
+        let master_key = args.master_key_file.as_deref().map(crate::cmd_mds::read_master_key).transpose()?;
         let security = TargetSecurity::new(args.security, master_key);
         Arc::new(OsdCommandSet::with_security(engine, security).context("turning on capability security")?)
     };

@@ -257,3 +257,23 @@ fn a_file_created_read_only_is_written_by_its_creator() {
     assert_eq!(later.read_to_end().unwrap(), b"filled by its creator");
     assert_eq!(later.pwrite(0, b"x").unwrap_err().fs_error(), Some(FsError::Access), "a later open follows the mode");
 }
+
+/// Goal: an OSD, like a metadata server, refuses a master key file that group or others can
+/// read (whoever can read it can sign any command), saying how to fix it; the same file made
+/// private starts it. Method: real `tessera osd` processes.
+#[test]
+fn an_osd_refuses_a_master_key_file_others_can_read() {
+    let dir = tempfile::Builder::new().prefix("tessera-fssec-").tempdir().unwrap();
+    let key = dir.path().join("osd0.key");
+    std::fs::write(&key, format!("{}\n", "5a".repeat(32))).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let data = dir.path().join("osd");
+    let args = ["osd", "--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0", "--security", "cmdrsp", "--master-key-file", key.to_str().unwrap()];
+    let log = dir.path().join("osd.log");
+    assert!(tessera_cli::daemon::Daemon::spawn_with(tessera_exe(), &args, Some(&log)).is_err(), "an OSD started on a key file its group can read");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("master key file") && text.contains("chmod 600"), "{text}");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let osd = tessera_cli::daemon::Daemon::spawn_with(tessera_exe(), &args, Some(&log)).expect("the OSD starts once its key is private");
+    drop(osd);
+}

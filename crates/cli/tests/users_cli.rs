@@ -99,7 +99,7 @@ fn commands_act_for_the_user_who_runs_them() {
 
     // The servers know the user by the agent's word (the kernel's), not the process's.
     let who = c.user_ok(&["whoami"]);
-    assert!(who.starts_with("uid=1000 gid=1000 ") && who.contains("proven by the user agent"), "{who}");
+    assert!(who.starts_with("uid=1000 gid=1000 ") && who.contains("proven by the user agent") && who.contains("sealed"), "{who}");
     let who = String::from_utf8_lossy(&c.as_root(&["whoami"]).stdout).into_owned();
     assert!(who.starts_with("uid=0 gid=0 ") && who.contains("proven with the cluster's user key"), "{who}");
 

@@ -81,8 +81,8 @@ impl Prover {
     pub fn describe(&self) -> String {
         match &self.source {
             Source::Believed => "believed: this cluster's metadata servers do not ask for proof".into(),
-            Source::Key(_) => "proven with the cluster's user key".into(),
-            Source::Agent(socket) => format!("proven by the user agent at {}", socket.display()),
+            Source::Key(_) => "proven with the cluster's user key; metadata connections sealed".into(),
+            Source::Agent(socket) => format!("proven by the user agent at {}; metadata connections sealed", socket.display()),
         }
     }
 
