@@ -443,8 +443,9 @@ fn keys_dir(dir: &Path) -> Result<PathBuf> {
     Ok(keys)
 }
 
-/// Creates `path` with mode 0600 holding `text`, durably; fails if it exists.
-fn write_private(path: &Path, text: &str) -> Result<()> {
+/// Creates `path` with mode 0600 holding `text`, durably; fails if it exists. The mode is set
+/// at creation, so there is no moment when others could read it.
+pub fn write_private(path: &Path, text: &str) -> Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()

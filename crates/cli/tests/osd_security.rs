@@ -53,7 +53,7 @@ struct Secured {
 fn start(method: &str) -> Secured {
     let dir = tempfile::Builder::new().prefix("tessera-sec-").tempdir().unwrap();
     let key_file = dir.path().join("master.key");
-    std::fs::write(&key_file, MASTER_HEX).unwrap();
+    tessera_cli::cluster::write_private(&key_file, MASTER_HEX).unwrap();
     let data = dir.path().join("osd");
     let args = ["osd", "--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0", "--security", method, "--master-key-file", key_file.to_str().unwrap()];
     let daemon = Daemon::spawn_exe(tessera_exe(), &args).expect("start a secured tessera osd");

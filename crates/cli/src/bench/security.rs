@@ -108,7 +108,7 @@ fn secured_subject(dir: &std::path::Path, m: SecurityMethod) -> Result<(Subject,
     let name = m.name().to_ascii_lowercase();
     let master = random_key()?;
     let key_file = dir.join(format!("{name}.key"));
-    std::fs::write(&key_file, master.to_hex())?;
+    crate::cluster::write_private(&key_file, &master.to_hex())?;
     let data = dir.join(&name);
     let args = ["osd", "--data", data.to_str().context("temp path")?, "--listen", "127.0.0.1:0", "--security", &name, "--master-key-file", key_file.to_str().context("temp path")?];
     let daemon = Daemon::spawn(&args)?;
