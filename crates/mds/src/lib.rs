@@ -23,7 +23,7 @@
 //! - [`peer`]: the connection to a peer server (the shared `MdsConnection`, also for tests and tools).
 //! - [`tcp`]: the TCP front, one event loop that reads every connection and runs creates,
 //!   their group commit and their replies itself; [`conn`]: one connection's buffers;
-//!   [`workers`]: threads for the requests that may block.
+//!   [`poller`]: its epoll set; [`workers`]: threads for the requests that may block.
 //!
 //! `docs/metadata.md` gives the schema, the split across servers and every decision.
 
@@ -39,6 +39,7 @@ pub mod namespace;
 pub mod objects;
 pub mod peer;
 pub mod periodic;
+pub mod poller;
 pub mod proven;
 pub mod pools;
 pub mod rename_lock;

@@ -489,10 +489,11 @@ impl Mds {
             R::ClusterMap => Ok(Reply::ClusterMap(self.config.cluster.clone())),
             R::OsdUsage => self.osd_usage().map(Reply::OsdUsage),
             R::OsdsDown => Ok(Reply::OsdsDown(self.health.down())),
-            // Connections prove their user before any request reaches here (`proven.rs`); an
-            // in-process caller has nothing to prove.
+            // A challenge and its proof belong to a connection, and the TCP front answers them
+            // before any request reaches here (`proven.rs`); an in-process caller has nothing to
+            // prove, and no challenge made here would be kept to check a proof against.
             R::Authenticate { .. } => Ok(Reply::Done),
-            R::Challenge => Ok(Reply::Challenge([0; tessera_mds_proto::identity::CHALLENGE_LEN])),
+            R::Challenge => Err(FsError::Protocol),
             R::PeersDown => Ok(Reply::PeersDown(self.peers_down.lock().unwrap_or_else(|p| p.into_inner()).iter().copied().collect())),
             R::Repair { remove, older_than_secs } => self.repair_request(remove, older_than_secs),
             R::PeerHasEntry { dir, ino } => self.has_entry(dir, ino).map(|()| Reply::Done),

@@ -1,4 +1,4 @@
-//! The TCP front of an [`Mds`]: one event loop thread (epoll, through `polling`) reads every
+//! The TCP front of an [`Mds`]: one event loop thread (epoll, `poller.rs`) reads every
 //! connection, runs the creates itself, commits and flushes their group, and sends their
 //! replies; no create crosses a thread. A request that may block (on an OSD, a peer server or
 //! a flush) takes its connection to one of the [`Workers`], which answers it, sends the reply
@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use polling::{Event, Events, Poller};
+use crate::poller::{Events, Interest, Poller};
 use tessera_mds_proto::{encode_frame, DecodeError, Frame, FsError, Message, Reply};
 
 use crate::commit::Pending;
@@ -50,8 +50,7 @@ pub fn spawn(listener: TcpListener, mds: Arc<Mds>) -> io::Result<(SocketAddr, Jo
     let addr = listener.local_addr()?;
     listener.set_nonblocking(true)?;
     let poller = Arc::new(Poller::new()?);
-    // SAFETY: the listener is moved into the loop, which owns it, with the poller, for good.
-    unsafe { poller.add(&listener, Event::readable(LISTENER))? };
+    poller.add(&listener, Interest::readable(LISTENER))?;
     let (back_tx, back_rx) = mpsc::channel();
     let mut front = Front {
         mds,
@@ -123,10 +122,9 @@ fn encode(request_id: u64, result: Result<Reply, FsError>) -> Vec<u8> {
 
 impl Front {
     fn run(&mut self) {
-        let mut events = Events::new();
+        let mut events = Events::default();
         let mut ready = Vec::new();
         loop {
-            events.clear();
             let timeout = self.next_deadline().map(|d| d.saturating_duration_since(Instant::now()));
             if let Err(e) = self.poller.wait(&mut events, timeout) {
                 tracing::error!(%e, "MDS event loop cannot wait for its sockets");
@@ -134,11 +132,11 @@ impl Front {
                 continue;
             }
             ready.clear();
-            for ev in events.iter() {
-                if ev.key == LISTENER {
+            for key in events.keys() {
+                if key == LISTENER {
                     self.accept();
                 } else {
-                    ready.push(ev.key);
+                    ready.push(key);
                 }
             }
             while let Ok(back) = self.back_rx.try_recv() {
@@ -202,9 +200,9 @@ impl Front {
                             continue;
                         }
                     };
-                    // SAFETY: the socket is deleted from the poller before it is closed
-                    // (`close`), and only the loop closes it.
-                    if let Err(e) = unsafe { self.poller.add(&conn.stream, Event::readable(key)) } {
+                    // Deleted from the poller before it is closed (`close`), and only the loop
+                    // closes it.
+                    if let Err(e) = self.poller.add(&conn.stream, Interest::readable(key)) {
                         tracing::warn!(%e, "cannot watch an MDS connection");
                         continue;
                     }
@@ -218,7 +216,7 @@ impl Front {
                 }
             }
         }
-        if let Err(e) = self.poller.modify(&self.listener, Event::readable(LISTENER)) {
+        if let Err(e) = self.poller.modify(&self.listener, Interest::readable(LISTENER)) {
             tracing::error!(%e, "cannot watch the MDS listener");
         }
     }
@@ -238,7 +236,7 @@ impl Front {
         loop {
             let Some(slot) = self.conns.get_mut(&key) else { return };
             if slot.conn.sending() {
-                let watch = self.poller.modify(&slot.conn.stream, Event::writable(key));
+                let watch = self.poller.modify(&slot.conn.stream, Interest::writable(key));
                 if let Err(e) = watch {
                     tracing::warn!(%e, "cannot watch an MDS connection");
                     self.close(key);
@@ -249,7 +247,7 @@ impl Front {
                 return;
             }
             if !read_now && !slot.conn.holds_frame() {
-                if let Err(e) = self.poller.modify(&slot.conn.stream, Event::readable(key)) {
+                if let Err(e) = self.poller.modify(&slot.conn.stream, Interest::readable(key)) {
                     tracing::warn!(%e, "cannot watch an MDS connection");
                     self.close(key);
                 }
@@ -259,7 +257,7 @@ impl Front {
             match slot.conn.next_frame() {
                 Ok(Input::Frame(body)) => self.dispatch(key, body),
                 Ok(Input::WouldBlock) => {
-                    if let Err(e) = self.poller.modify(&slot.conn.stream, Event::readable(key)) {
+                    if let Err(e) = self.poller.modify(&slot.conn.stream, Interest::readable(key)) {
                         tracing::warn!(%e, "cannot watch an MDS connection");
                         self.close(key);
                     }
@@ -411,7 +409,7 @@ fn answer_off_the_loop(key: usize, mut conn: Conn, reply: Vec<u8>, poller: &Poll
     // event asked for here (or never, while the server runs).
     let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(std::os::fd::AsRawFd::as_raw_fd(&conn.stream)) };
     hand_back(Back::Watched(key, conn), poller, back, false);
-    if let Err(e) = poller.modify(fd, Event::readable(key)) {
+    if let Err(e) = poller.modify(&fd, Interest::readable(key)) {
         tracing::error!(%e, "cannot watch an MDS connection");
     }
 }
