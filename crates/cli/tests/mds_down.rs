@@ -100,7 +100,8 @@ fn with_a_metadata_server_down_listings_still_name_its_entries() {
 /// back) and the partial copy could not be removed, where it used to say that the copy was
 /// removed and the source unchanged. Once the server is back, that command restores the file
 /// whole. Method: a real cluster (two `tessera mds`); server 0 (the root's, so every path
-/// walk's) stopped while `tessera mv` copies a 96 MiB file to a directory on server 1.
+/// walk's) stopped while `tessera mv` copies a 96 MiB file to a directory on server 1 (the
+/// `mv` frozen meanwhile, so the copy is still under way when the server is gone).
 #[test]
 fn a_move_cut_short_by_a_stopped_server_says_where_everything_is() {
     let dir = tempfile::Builder::new().prefix("tessera-mds-down-mv-").tempdir().unwrap();
@@ -128,7 +129,9 @@ fn a_move_cut_short_by_a_stopped_server_says_where_everything_is() {
         assert!(copying.elapsed() < std::time::Duration::from_secs(60), "the copy never started");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    cluster.stop_mds(0).unwrap();
+    // Frozen while the server stops: a graceful stop takes up to a few hundred milliseconds
+    // to take effect, in which a fast copy could finish.
+    common::while_frozen(mv.id(), || cluster.stop_mds(0).unwrap());
     let out = mv.wait_with_output().unwrap();
     let err = text(&out.stderr);
     assert!(!out.status.success(), "the move cannot finish without server 0");
