@@ -8,7 +8,7 @@ mod io;
 pub mod noncontig;
 mod meta;
 pub mod report;
-mod security;
+pub mod security;
 mod target;
 mod tree;
 

@@ -78,24 +78,37 @@ fn random_key() -> Result<Key> {
 /// every daemon carries the same load and only the method differs; establishes keys and makes
 /// one object on each.
 fn subjects(dir: &std::path::Path) -> Result<(Vec<Subject>, Vec<Daemon>)> {
+    let exe = std::env::current_exe().context("finding the tessera executable")?;
+    let exe = exe.as_path();
     let mut subjects = Vec::new();
     let mut daemons = Vec::new();
     for (name, label) in [("nosec", SecurityMethod::NoSec.name()), ("nosec-control", CONTROL)] {
-        let (subject, daemon) = plain_subject(dir, name, label)?;
+        let (subject, daemon) = plain_subject(exe, dir, name, label)?;
         subjects.push(subject);
         daemons.push(daemon);
     }
     for method in &METHODS[1..] {
-        let (subject, daemon) = secured_subject(dir, *method)?;
+        let (subject, daemon) = secured_subject(exe, dir, *method)?;
         subjects.push(subject);
         daemons.push(daemon);
     }
     Ok((subjects, daemons))
 }
 
+/// One `tessera osd` (the executable `exe`) run with `method` (NOSEC: no security), keyed as
+/// the bench keys it, and a client holding a read-write credential for one object on it: for
+/// measuring one method alone (`examples/read_alone.rs`), away from the others' rounds.
+pub fn one_target(exe: &std::path::Path, dir: &std::path::Path, method: SecurityMethod) -> Result<(OsdClient<Session>, ObjectAddr, Daemon)> {
+    let (subject, daemon) = match method {
+        SecurityMethod::NoSec => plain_subject(exe, dir, "nosec", CONTROL)?,
+        m => secured_subject(exe, dir, m)?,
+    };
+    Ok((subject.client, subject.addr, daemon))
+}
+
 /// A `tessera osd` without security, and a client with one object on it.
-fn plain_subject(dir: &std::path::Path, name: &str, label: &'static str) -> Result<(Subject, Daemon)> {
-    let daemon = Daemon::spawn(&["osd", "--data", dir.join(name).to_str().context("temp path")?, "--listen", "127.0.0.1:0"])?;
+fn plain_subject(exe: &std::path::Path, dir: &std::path::Path, name: &str, label: &'static str) -> Result<(Subject, Daemon)> {
+    let daemon = Daemon::spawn_exe(exe, &["osd", "--data", dir.join(name).to_str().context("temp path")?, "--listen", "127.0.0.1:0"])?;
     let client = connect(daemon.field("addr")?, daemon.field("target")?)?;
     let pid = client.create_partition(None)?;
     let oid = client.create_one(pid)?;
@@ -104,14 +117,14 @@ fn plain_subject(dir: &std::path::Path, name: &str, label: &'static str) -> Resu
 
 /// A `tessera osd --security METHOD`, its keys established the way the security manager does,
 /// and a client holding an object credential of that method.
-fn secured_subject(dir: &std::path::Path, m: SecurityMethod) -> Result<(Subject, Daemon)> {
+fn secured_subject(exe: &std::path::Path, dir: &std::path::Path, m: SecurityMethod) -> Result<(Subject, Daemon)> {
     let name = m.name().to_ascii_lowercase();
     let master = random_key()?;
     let key_file = dir.join(format!("{name}.key"));
     crate::cluster::write_private(&key_file, &master.to_hex())?;
     let data = dir.join(&name);
     let args = ["osd", "--data", data.to_str().context("temp path")?, "--listen", "127.0.0.1:0", "--security", &name, "--master-key-file", key_file.to_str().context("temp path")?];
-    let daemon = Daemon::spawn(&args)?;
+    let daemon = Daemon::spawn_exe(exe, &args)?;
     let (addr, target) = (daemon.field("addr")?.to_string(), daemon.field("target")?.to_string());
     let manager = connect(&addr, &target)?;
     let mut keys = OsdKeys::new(manager.system_id()?, master);
