@@ -94,6 +94,13 @@ impl Poller {
         self.ctl(libc::EPOLL_CTL_MOD, fd.as_raw_fd(), Some(&mut interest.epoll_event()))
     }
 
+    /// [`Poller::modify`] by descriptor number, for a socket whose owner was just handed to
+    /// another thread (a worker giving a connection back to the loop): the number is all
+    /// epoll needs, and the new owner does not close it before the event asked for here.
+    pub fn modify_raw(&self, fd: RawFd, interest: Interest) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_MOD, fd, Some(&mut interest.epoll_event()))
+    }
+
     pub fn delete(&self, fd: &impl AsRawFd) -> io::Result<()> {
         self.ctl(libc::EPOLL_CTL_DEL, fd.as_raw_fd(), None)
     }

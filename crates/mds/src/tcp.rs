@@ -405,11 +405,9 @@ fn answer_off_the_loop(key: usize, mut conn: Conn, reply: Vec<u8>, poller: &Poll
     }
     // The descriptor stays open: the connection is only closed by the loop, and the loop
     // waits for the event this asks for before it touches the connection again.
-    // SAFETY: `conn` owns the socket until the loop drops it, which it does only after the
-    // event asked for here (or never, while the server runs).
-    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(std::os::fd::AsRawFd::as_raw_fd(&conn.stream)) };
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&conn.stream);
     hand_back(Back::Watched(key, conn), poller, back, false);
-    if let Err(e) = poller.modify(&fd, Interest::readable(key)) {
+    if let Err(e) = poller.modify_raw(fd, Interest::readable(key)) {
         tracing::error!(%e, "cannot watch an MDS connection");
     }
 }
