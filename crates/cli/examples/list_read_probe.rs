@@ -5,7 +5,7 @@
 //! and the median paired wall ratio. `bench noncontig` gives the ratio; this says which
 //! process pays for it (docs/noncontiguous.md, "What is left").
 //!
-//! `cargo run --release -p tessera-cli --example list_read_probe -- <tessera exe> [rounds] [reads per round] [piece bytes] [both|contig|list]`
+//! `cargo run --release -p tessera-cli --example list_read_probe -- <tessera exe> [rounds] [reads per round] [piece bytes] [both|contig|list] [read|write]`
 //! (`contig` or `list` runs one side only, for a profile of it.)
 use std::time::Instant;
 
@@ -32,12 +32,13 @@ fn arg<T: std::str::FromStr>(args: &[String], i: usize, default: T) -> Result<T>
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let exe = std::path::PathBuf::from(args.get(1).context("usage: list_read_probe <tessera exe> [rounds] [reads per round] [piece bytes] [both|contig|list]")?);
+    let exe = std::path::PathBuf::from(args.get(1).context("usage: list_read_probe <tessera exe> [rounds] [reads per round] [piece bytes] [both|contig|list] [read|write]")?);
     let rounds: usize = arg(&args, 2, 15)?;
     let per: usize = arg(&args, 3, 20)?;
     let piece: u64 = arg(&args, 4, 4096)?;
     let sides: String = arg(&args, 5, "both".to_string())?;
     let run = [sides != "list", sides != "contig"];
+    let write = arg(&args, 6, "read".to_string())? == "write";
 
     let dir = tempfile::tempdir()?;
     let data = dir.path().join("osd0");
@@ -65,14 +66,18 @@ fn main() -> Result<()> {
             }
             let (cpu0, t) = ([clocks[0].now()?, clocks[1].now()?], Instant::now());
             for _ in 0..per {
-                pattern::read(&client, addr, cmds, &mut buf)?;
+                if write {
+                    pattern::write(&client, addr, cmds, &want)?;
+                } else {
+                    pattern::read(&client, addr, cmds, &mut buf)?;
+                }
             }
             let wall = t.elapsed().as_secs_f64();
             let target = (clocks[0].now()? - cpu0[0]).as_secs_f64();
             let initiator = (clocks[1].now()? - cpu0[1]).as_secs_f64();
             res[side].push([wall, target, initiator].map(|x| x / per as f64));
         }
-        ensure!(!run[1] || buf == want, "the list READ returned other bytes than were written");
+        ensure!(write || !run[1] || buf == want, "the list READ returned other bytes than were written");
     }
     let us = |side: usize, k: usize| if run[side] { format!("{:.0}", median(res[side].iter().map(|r| r[k]).collect()) * 1e6) } else { "-".into() };
     let ratio = if run[0] && run[1] { format!("{:.3}", median(res[1].iter().zip(&res[0]).map(|(l, c)| l[0] / c[0]).collect())) } else { "-".into() };

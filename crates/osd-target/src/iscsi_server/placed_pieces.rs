@@ -1,15 +1,23 @@
 //! Receiving a list WRITE's Data-Out straight into the pieces of the object's mapping
-//! ([`tessera_scsi::PlacedPieces`]): one `recvmsg` with an iovec per piece (up to `IOV_MAX` a
-//! call, `MSG_WAITALL`), so each byte is copied once, socket to page cache, as a contiguous
-//! WRITE's `splice` does. Bytes arrive in list order, so an overlapping later piece overwrites
-//! an earlier one as the buffered path does.
+//! ([`tessera_scsi::PlacedPieces`]), so each byte is copied once, socket to page cache, as a
+//! contiguous WRITE's `splice` does. Bytes arrive in list order, so an overlapping later piece
+//! overwrites an earlier one as the buffered path does.
+//!
+//! Two ways, the first whenever the connection has its pipe: `splice` socket -> pipe (pages
+//! handed over, no copy) then `readv` pipe -> pieces, an iovec per piece; or one `recvmsg` with
+//! an iovec per piece (`MSG_WAITALL`). Both copy once. `recvmsg` copies while it holds the
+//! socket, and a sender on the same host then finds it busy, queues its segments on the
+//! socket's backlog and has them processed again later: on loopback, 1024 pieces of 4 KiB cost
+//! the sender ~200 us more CPU per 4 MiB WRITE than a contiguous one. Through the pipe the
+//! socket is held only to hand pages over, as for the contiguous WRITE, and the difference is
+//! gone (docs/noncontiguous.md, "WRITE into the pieces").
 //!
 //! The kernel's copy into a file mapping never raises SIGBUS: where a page cannot be had (past
-//! the end of a file a racing truncate shortened, an I/O error, no space for a block) `recvmsg`
-//! stops short or fails with EFAULT, and the bytes it did not copy stay in the socket. Those,
-//! and any Data-Out without a usable mapping, are then received into a bounce buffer and
-//! written with `pwrite`, which reports the real error or succeeds; either way the PDU stream
-//! stays framed, and a `pwrite` failure becomes the command's answer, never an acknowledgment.
+//! the end of a file a racing truncate shortened, an I/O error, no space for a block) `readv` or
+//! `recvmsg` stops short or fails with EFAULT. The bytes not copied (still in the pipe, or still
+//! in the socket), and any Data-Out without a usable mapping, are then written with `pwrite`,
+//! which reports the real error or succeeds; either way the PDU stream stays framed, and a
+//! `pwrite` failure becomes the command's answer, never an acknowledgment.
 
 use std::io::{self, Read};
 use std::net::TcpStream;
@@ -17,6 +25,8 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 
 use tessera_scsi::{PlacedPiece, PlacedPieces};
+
+use super::splice::SplicePipe;
 
 /// Iovecs per `recvmsg` (the kernel's `UIO_MAXIOV`).
 const IOVECS_MAX: usize = 1024;
@@ -31,7 +41,7 @@ fn piece_at(pieces: &[PlacedPiece], pos: u64) -> usize {
 /// Receives Data-Out `[from, from + len)` from `stream` into the pieces. Bytes no piece holds
 /// are dropped. A failure of the file is kept in `failed` (the bytes are still consumed); an
 /// `Err` means the stream lost its framing.
-pub(crate) fn receive(stream: &mut TcpStream, target: &PlacedPieces<'_>, from: u64, len: usize, failed: &mut Option<io::Error>) -> io::Result<()> {
+pub(crate) fn receive(stream: &mut TcpStream, target: &PlacedPieces<'_>, from: u64, len: usize, failed: &mut Option<io::Error>, pipe: Option<&SplicePipe>) -> io::Result<()> {
     let end = from + len as u64;
     let mut pos = from;
     if failed.is_none() {
@@ -42,13 +52,12 @@ pub(crate) fn receive(stream: &mut TcpStream, target: &PlacedPieces<'_>, from: u
                 if iov.is_empty() {
                     break;
                 }
-                match recv_into(stream, &iov) {
-                    Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                    Ok(n) => pos += n as u64,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    // A page the kernel could not have: the rest goes through pwrite.
-                    Err(e) if e.raw_os_error() == Some(libc::EFAULT) => break,
-                    Err(e) => return Err(e),
+                let fell_short = match pipe {
+                    Some(pipe) => through_pipe(stream, pipe, target, &iov, &mut pos, failed)?,
+                    None => by_recvmsg(stream, &iov, &mut pos)?,
+                };
+                if fell_short {
+                    break;
                 }
             }
         }
@@ -57,6 +66,40 @@ pub(crate) fn receive(stream: &mut TcpStream, target: &PlacedPieces<'_>, from: u
         receive_by_calls(stream, target, pos, end, failed)?;
     }
     Ok(())
+}
+
+/// One pass socket -> pipe -> pieces, advancing `pos`. True when a page could not be had:
+/// the bytes the pipe still holds have then gone through `pwrite`, and the rest must too.
+fn through_pipe(stream: &mut TcpStream, pipe: &SplicePipe, target: &PlacedPieces<'_>, iov: &[libc::iovec], pos: &mut u64, failed: &mut Option<io::Error>) -> io::Result<bool> {
+    let (copied, left) = pipe.socket_to_memory(stream, iov)?;
+    *pos += copied as u64;
+    if left == 0 {
+        return Ok(false);
+    }
+    let mut rest = vec![0u8; left];
+    pipe.take_left(&mut rest)?;
+    if let Err(e) = write_by_calls(target, *pos, &rest) {
+        *failed = Some(e);
+    }
+    *pos += left as u64;
+    Ok(true)
+}
+
+/// One `recvmsg` into the pieces, advancing `pos`. True when a page could not be had: the
+/// bytes not copied are still in the socket.
+fn by_recvmsg(stream: &TcpStream, iov: &[libc::iovec], pos: &mut u64) -> io::Result<bool> {
+    loop {
+        match recv_into(stream, iov) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                *pos += n as u64;
+                return Ok(false);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.raw_os_error() == Some(libc::EFAULT) => return Ok(true),
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Writes Data-Out `[from, from + bytes.len())` to the pieces with `pwrite` (bytes the reader
@@ -168,6 +211,11 @@ mod tests {
     /// in the file (through pwrite), and the stream stays framed.
     #[test]
     fn a_page_past_the_end_falls_back_to_pwrite_and_keeps_the_stream_framed() {
+        past_the_end(None);
+        past_the_end(Some(&SplicePipe::new().unwrap()));
+    }
+
+    fn past_the_end(pipe: Option<&SplicePipe>) {
         let file = tempfile::tempfile().unwrap();
         file.set_len(3 * 4096).unwrap();
         let len = 1 << 20;
@@ -186,7 +234,7 @@ mod tests {
         let mut stream = sent(wire);
         let target = PlacedPieces { file: &file, memory: Some(&map), pieces: &pieces };
         let mut failed = None;
-        receive(&mut stream, &target, 0, data.len(), &mut failed).unwrap();
+        receive(&mut stream, &target, 0, data.len(), &mut failed, pipe).unwrap();
         assert!(failed.is_none());
         let mut next = [0u8; 4];
         stream.read_exact(&mut next).unwrap();
@@ -203,6 +251,11 @@ mod tests {
     /// Goal: Data-Out split anywhere across segments (as PDUs cut it) lands the same.
     #[test]
     fn segments_continue_where_the_last_one_ended() {
+        segments_continue(None);
+        segments_continue(Some(&SplicePipe::new().unwrap()));
+    }
+
+    fn segments_continue(pipe: Option<&SplicePipe>) {
         let file = tempfile::tempfile().unwrap();
         file.set_len(1 << 20).unwrap();
         let len = 1 << 20;
@@ -216,7 +269,7 @@ mod tests {
         let mut failed = None;
         let mut at = 0u64;
         for cut in [1usize, 2999, 3001, 10_000, 77_777] {
-            receive(&mut stream, &target, at, cut, &mut failed).unwrap();
+            receive(&mut stream, &target, at, cut, &mut failed, pipe).unwrap();
             at += cut as u64;
         }
         // The bytes the reader had buffered come through pwrite.

@@ -273,7 +273,8 @@ impl Reader<'_> {
             None => return self.pdus.read_data(task.grow(offset, len)),
             Some(Destination::Discard) => return self.pdus.discard_data(len),
             Some(Destination::Prefix { .. } | Destination::Pieces(_)) => {
-                let mut staged = Staged { conn: self.conn, task, base: offset as u64, failed: None };
+                let pipe = self.pipe.as_ref().and_then(|p| p.as_ref().ok());
+                let mut staged = Staged { conn: self.conn, task, base: offset as u64, pipe, failed: None };
                 self.pdus.read_data_placed(len, &mut staged)?;
                 staged.failed.map(|source| StorageError::Io { op: IoOp::Write, source }.sense())
             }

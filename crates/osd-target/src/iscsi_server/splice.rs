@@ -113,6 +113,52 @@ impl SplicePipe {
         Ok(())
     }
 
+    /// Moves socket bytes into the memory `iov` describes, at most as many as it and the pipe
+    /// hold: socket -> pipe without a copy, then pipe -> memory (one copy). The socket lock is
+    /// held only to hand pages over, not for the copy, so a sender on this host is not held
+    /// back while the bytes are copied (see docs/noncontiguous.md, "WRITE into the pieces").
+    /// Returns how many bytes reached the memory, and how many that were taken from the
+    /// socket did not (left in the pipe: the memory faulted); the caller must take those with
+    /// [`SplicePipe::take_left`] before the next transfer.
+    pub fn socket_to_memory(&self, socket: &mut TcpStream, iov: &[libc::iovec]) -> io::Result<(usize, usize)> {
+        let room: usize = iov.iter().map(|v| v.iov_len).sum();
+        let n = self.fill(socket, room.min(self.capacity))?;
+        let mut copied = 0usize;
+        let mut iov = iov.to_vec();
+        let mut first = 0usize;
+        while copied < n {
+            // SAFETY: the iovecs describe memory the caller keeps alive for the call; the
+            // descriptor is our pipe's read end. At most `n - copied` bytes are in the pipe.
+            let rc = unsafe { libc::readv(self.read.as_raw_fd(), iov[first..].as_ptr(), (iov.len() - first).min(IOVECS_PER_CALL) as libc::c_int) };
+            match check(rc) {
+                Ok(0) => break,
+                Ok(mut got) => {
+                    copied += got;
+                    while got > 0 {
+                        let v = &mut iov[first];
+                        let step = got.min(v.iov_len);
+                        v.iov_base = (v.iov_base as usize + step) as *mut libc::c_void;
+                        v.iov_len -= step;
+                        got -= step;
+                        if v.iov_len == 0 {
+                            first += 1;
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.raw_os_error() == Some(libc::EFAULT) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((copied, n - copied))
+    }
+
+    /// Reads `buf.len()` bytes left in the pipe.
+    pub fn take_left(&self, buf: &mut [u8]) -> io::Result<()> {
+        let mut pipe = File::from(self.read.try_clone()?);
+        pipe.read_exact(buf)
+    }
+
     /// Reads and drops `n` bytes held in the pipe.
     fn drop_bytes(&self, n: usize) -> io::Result<()> {
         let mut pipe = File::from(self.read.try_clone()?);

@@ -21,6 +21,7 @@ use tessera_scsi::Destination;
 use super::super::conn::{Connection, RECYCLED_BUFFER_MIN};
 use super::super::placed_pieces;
 use super::super::r2t::Receiving;
+use super::super::splice::SplicePipe;
 
 /// Where the next bytes of a staged task go.
 enum Stage {
@@ -36,6 +37,8 @@ pub(crate) struct Staged<'a> {
     pub conn: &'a Connection,
     pub task: &'a mut Receiving,
     pub base: u64,
+    /// The connection's pipe, when it has one: pieces are then received through it.
+    pub pipe: Option<&'a SplicePipe>,
     /// The file failed: the rest is consumed and dropped, and this becomes the answer.
     pub failed: Option<io::Error>,
 }
@@ -141,7 +144,7 @@ impl PlaceData<TcpStream> for Staged<'_> {
                     self.prefix_done(prefix_end);
                 }
                 Stage::Pieces => match self.task.placed.as_ref().map(|p| p.destination()) {
-                    Some(Destination::Pieces(target)) => placed_pieces::receive(stream, &target, from, n, &mut self.failed)?,
+                    Some(Destination::Pieces(target)) => placed_pieces::receive(stream, &target, from, n, &mut self.failed, self.pipe)?,
                     _ => drain(stream, n)?,
                 },
                 Stage::Discard => drain(stream, n)?,
