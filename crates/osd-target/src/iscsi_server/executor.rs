@@ -247,7 +247,28 @@ fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io:
                 file.read_at(offset as u64, &mut scratch)?;
                 tx.writer.write_pdu(&pdu, &[&scratch])?;
             }
-            Body::File(file) => tx.writer.write_pdu_streamed(&pdu, len, |socket| send_file_range(socket, file, offset as u64, len))?,
+            // Corked: the header, the file's pages and, when one must follow, the SCSI Response
+            // leave in full segments, pushed once, so the initiator is not woken for a lone
+            // header or status (a CMDRSP answer always carries its integrity value in sense).
+            Body::File(file) => {
+                let respond = last && !status_in_data_in;
+                let socket = tx.writer.get_ref().as_raw_fd();
+                if respond {
+                    set_cork(socket, true);
+                }
+                let mut result = tx.writer.write_pdu_streamed(&pdu, len, |socket| send_file_range(socket, file, offset as u64, len));
+                if respond && result.is_ok() {
+                    let status = response(tx.next_stat_sn(), exp_cmd_sn, max_cmd_sn, data_sn + 1);
+                    result = tx.writer.write_pdu(&status, &[sense_bytes]);
+                }
+                if respond {
+                    set_cork(socket, false);
+                }
+                result?;
+                if respond {
+                    return Ok(());
+                }
+            }
             Body::Mapped(mapped) if tx.writer.digests.data => {
                 // The digest needs the bytes in this process: a guarded copy, never a fault.
                 scratch.resize(len, 0);
@@ -270,6 +291,14 @@ fn send_result(conn: &Connection, task: &ReadyTask, outcome: ScsiOutcome) -> io:
         return Ok(());
     }
     conn.send_status(|stat_sn, exp_cmd_sn, max_cmd_sn| response(stat_sn, exp_cmd_sn, max_cmd_sn, data_sn), &[sense_bytes])
+}
+
+/// Holds (or releases and pushes) partial segments on `socket`. A failure only costs the
+/// coalescing, never data, so it is not reported.
+fn set_cork(socket: std::os::fd::RawFd, on: bool) {
+    let v: libc::c_int = on.into();
+    // SAFETY: setsockopt on an open socket with a pointer to a local int and its size.
+    unsafe { libc::setsockopt(socket, libc::IPPROTO_TCP, libc::TCP_CORK, &v as *const libc::c_int as *const libc::c_void, std::mem::size_of::<libc::c_int>() as libc::socklen_t) };
 }
 
 /// Largest last Data-In piece copied so it can leave in one write with the SCSI Response.
