@@ -8,6 +8,7 @@
 
 use std::time::{Duration, Instant};
 
+use tessera_cli::bench::cpu::CpuClock;
 use tessera_osd_proto::DataLayout;
 use tessera_security::SecurityMethod;
 
@@ -20,9 +21,11 @@ fn main() -> anyhow::Result<()> {
     for name in &args[4..] {
         let method = SecurityMethod::from_name(name).ok_or_else(|| anyhow::anyhow!("unknown method {name}"))?;
         let dir = tempfile::tempdir()?;
-        let (client, addr, _daemon) = tessera_cli::bench::security::one_target(exe, dir.path(), method)?;
+        let (client, addr, daemon) = tessera_cli::bench::security::one_target(exe, dir.path(), method)?;
+        let (osd_clock, client_clock) = (CpuClock::of_process(daemon.pid())?, CpuClock::this_process());
         client.write(addr, 0, &vec![7u8; size], false)?;
         std::thread::sleep(Duration::from_secs(1));
+        let (osd0, client0) = (osd_clock.now()?, client_clock.now()?);
         let start = Instant::now();
         let mut reads = 0u64;
         while start.elapsed().as_secs_f64() < secs {
@@ -30,7 +33,9 @@ fn main() -> anyhow::Result<()> {
             anyhow::ensure!(got.data.len() == size, "short read");
             reads += 1;
         }
-        println!("{name}: {reads} reads of {size} bytes, {:.1} us each", start.elapsed().as_secs_f64() * 1e6 / reads as f64);
+        let per_read = |d: Duration| d.as_secs_f64() * 1e6 / reads as f64;
+        let (osd_us, client_us) = (per_read(osd_clock.now()? - osd0), per_read(client_clock.now()? - client0));
+        println!("{name}: {reads} reads of {size} bytes, {:.1} us each, CPU per read {osd_us:.1} us in the OSD, {client_us:.1} us in the client", per_read(start.elapsed()));
     }
     Ok(())
 }

@@ -33,6 +33,14 @@ struct Live {
 
 static LIVE: Mutex<Live> = Mutex::new(Live { pids: Vec::new(), scratch: Vec::new(), stopping: false });
 
+/// The CPUs daemons started from now on run on (`bench::pinning`); None: wherever the
+/// scheduler puts them.
+static DAEMON_CPUS: Mutex<Option<libc::cpu_set_t>> = Mutex::new(None);
+
+pub fn set_daemon_cpus(cpus: Option<libc::cpu_set_t>) {
+    *DAEMON_CPUS.lock().unwrap_or_else(|p| p.into_inner()) = cpus;
+}
+
 fn live() -> std::sync::MutexGuard<'static, Live> {
     LIVE.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -44,6 +52,16 @@ pub fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
     let mut live = live();
     if live.stopping {
         return Err(std::io::Error::new(std::io::ErrorKind::Interrupted, "interrupted"));
+    }
+    if let Some(set) = *DAEMON_CPUS.lock().unwrap_or_else(|p| p.into_inner()) {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: between fork and exec the hook makes one system call on a copied set.
+        unsafe {
+            cmd.pre_exec(move || match libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            });
+        }
     }
     let child = cmd.spawn()?;
     live.pids.push(child.id());

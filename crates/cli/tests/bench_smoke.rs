@@ -9,12 +9,12 @@ use std::process::Command;
 use common::tessera_exe;
 use serde_json::Value;
 
-fn run_bench(args: &[&str], summary_keys: &[&str]) {
-    run_bench_with_plots(args, summary_keys, &[]);
+fn run_bench(args: &[&str], summary_keys: &[&str]) -> Value {
+    run_bench_with_plots(args, summary_keys, &[])
 }
 
 /// Runs a bench and checks its summary keys, its PNG and the extra PNGs (`<name>-<suffix>.png`).
-fn run_bench_with_plots(args: &[&str], summary_keys: &[&str], extra_plots: &[&str]) {
+fn run_bench_with_plots(args: &[&str], summary_keys: &[&str], extra_plots: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
     let out = Command::new(tessera_exe())
@@ -38,6 +38,7 @@ fn run_bench_with_plots(args: &[&str], summary_keys: &[&str], extra_plots: &[&st
         let png = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert_eq!(&png[1..4], b"PNG", "{}", path.display());
     }
+    doc
 }
 
 #[test]
@@ -82,7 +83,7 @@ fn bench_io_file_system_quick_writes_its_summary() {
 
 #[test]
 fn bench_security_quick_writes_its_summary() {
-    run_bench(
+    let doc = run_bench(
         &["security"],
         &[
             "cmdrsp_write_throughput_cost_1MiB",
@@ -93,6 +94,20 @@ fn bench_security_quick_writes_its_summary() {
             "cmdrsp_read_extra_us_median_command_4KiB",
         ],
     );
+    // Each side ran on CPUs of its own, as read back from the kernel (docs/benchmarks.md,
+    // "Each side on its own core").
+    let cpus = |v: &Value| -> Vec<u64> { v.as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect() };
+    let client = cpus(&doc["params"]["client_cpus"]);
+    let daemons: Vec<Vec<u64>> = doc["params"]["daemon_cpus"].as_array().unwrap().iter().map(cpus).collect();
+    assert_eq!(daemons.len(), 5, "NOSEC, its control and three secured daemons");
+    if std::thread::available_parallelism().unwrap().get() >= 2 {
+        assert_eq!(client.len(), 1, "{doc}");
+        for d in &daemons {
+            assert!(!d.is_empty() && d.iter().all(|c| !client.contains(c)), "client on {client:?}, a daemon on {d:?}");
+        }
+    } else {
+        assert_eq!(doc["params"]["pinned"], "no (fewer than two CPUs)");
+    }
 }
 
 #[test]

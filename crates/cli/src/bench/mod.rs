@@ -6,6 +6,7 @@ mod baseline;
 pub mod cpu;
 mod io;
 pub mod noncontig;
+pub mod pinning;
 mod meta;
 pub mod report;
 pub mod security;

@@ -34,6 +34,7 @@ use tessera_security::{Key, KeySlot, OsdKeys, Permissions, SecurityMethod};
 use tessera_types::ObjectAddr;
 
 use super::cpu::CpuClock;
+use super::pinning::{self, PinArgs};
 use super::report::{percentile, plot_lines, Axes, OutputPaths, Report, Series};
 use super::CommonArgs;
 use crate::daemon::Daemon;
@@ -53,6 +54,8 @@ pub struct SecurityArgs {
     /// Bytes moved per size, pattern, direction and method (at least 4 transfers each).
     #[arg(long, default_value_t = 64 * MIB)]
     bytes_per_point: usize,
+    #[command(flatten)]
+    pin: PinArgs,
 }
 
 /// One method's client and object.
@@ -170,12 +173,14 @@ fn layout(strided: bool) -> DataLayout {
     }
 }
 
-fn transfer(s: &Subject, write: bool, strided: bool, data: &[u8]) -> Result<()> {
+/// One WRITE of `data`, or one READ of as many bytes into `into`: the same memory every time,
+/// as an application streams, so no method's figures carry the allocator's page faults.
+fn transfer(s: &Subject, write: bool, strided: bool, data: &[u8], into: &mut [u8]) -> Result<()> {
     if write {
         s.client.write_layout(s.addr, 0, data, layout(strided), false)?;
     } else {
-        let got = s.client.read_layout(s.addr, 0, data.len() as u64, layout(strided))?.data;
-        anyhow::ensure!(got.len() == data.len(), "short read: {} of {} bytes", got.len(), data.len());
+        let got = s.client.read_into(s.addr, 0, data.len() as u64, layout(strided), &mut [into])?;
+        anyhow::ensure!(got.received == data.len() as u64, "short read: {} of {} bytes", got.received, data.len());
     }
     Ok(())
 }
@@ -186,6 +191,7 @@ pub fn run(args: SecurityArgs, common: &CommonArgs) -> Result<()> {
     }
     let sizes: Vec<usize> = if common.quick { vec![4 * KIB, MIB] } else { vec![4 * KIB, 64 * KIB, MIB, 4 * MIB] };
     let budget = if common.quick { args.bytes_per_point.min(8 * MIB) } else { args.bytes_per_point };
+    let pinned = pinning::apply(&args.pin)?;
     let dir = crate::children::scratch_dir("tessera-bench-security-", None)?;
     let (subjects, daemons) = subjects(dir.path())?;
     // CPU per command at each end, which other tenants of the machine do not change the way
@@ -199,6 +205,9 @@ pub fn run(args: SecurityArgs, common: &CommonArgs) -> Result<()> {
     report.param("strided_block_bytes", BLOCK);
     report.param("strided_stride_bytes", STRIDE);
     report.param("baseline", "NOSEC target in the same run");
+    report.param("pinned", pinned);
+    report.param("client_cpus", pinning::cpus_of(0)?);
+    report.param("daemon_cpus", daemons.iter().map(|d| pinning::cpus_of(d.pid())).collect::<Result<Vec<_>>>()?);
     let mut series: Vec<Series> = Vec::new();
     let mut goal_rows = Vec::new();
     let mut control_rows: Vec<GoalRow> = Vec::new();
@@ -209,8 +218,9 @@ pub fn run(args: SecurityArgs, common: &CommonArgs) -> Result<()> {
             let mut points: Vec<Vec<(f64, f64)>> = vec![Vec::new(); subjects.len()];
             for &size in &sizes {
                 let data: Vec<u8> = (0..size).map(|i| (i * 131 + 7) as u8).collect();
+                let mut into = vec![0u8; size];
                 for s in &subjects {
-                    transfer(s, true, strided, &data)?; // full-size objects before reading
+                    transfer(s, true, strided, &data, &mut into)?; // full-size objects before reading
                 }
                 let reps = (budget / size).clamp(4, 20_000);
                 let rounds = reps.min(ROUNDS);
@@ -230,11 +240,14 @@ pub fn run(args: SecurityArgs, common: &CommonArgs) -> Result<()> {
                     let mut medians = Vec::new();
                     for (i, s) in subjects.iter().enumerate() {
                         latencies.clear();
+                        // Untimed: what the batch before left running (on a pinned machine, on
+                        // the same core) and this daemon's wake-up fall on this transfer.
+                        transfer(s, write, strided, &data, &mut into)?;
                         let (osd0, client0) = (osd_clocks[i].now()?, client_clock.now()?);
                         let t = Instant::now();
                         for _ in 0..per_round {
                             let one = Instant::now();
-                            transfer(s, write, strided, &data)?;
+                            transfer(s, write, strided, &data, &mut into)?;
                             latencies.push(one.elapsed().as_secs_f64() * 1e6);
                         }
                         this_round.push(t.elapsed());
@@ -250,6 +263,7 @@ pub fn run(args: SecurityArgs, common: &CommonArgs) -> Result<()> {
                         median_extras[i].push(medians[i] - medians[0]);
                     }
                 }
+                anyhow::ensure!(write || into == data, "{pattern} READs of {size} bytes returned other bytes than were written");
                 let reps = per_round * rounds;
                 for (i, s) in subjects.iter().enumerate() {
                     ratios[i].sort_by(f64::total_cmp);

@@ -29,6 +29,7 @@ use serde_json::Value;
 use tessera_initiator::osd_client::GATHER_MIN_PIECE_BYTES;
 
 use super::baseline::RawServer;
+use super::pinning::{self, PinArgs};
 use super::report::{plot_lines, Axes, OutputPaths, Report, Series};
 use super::target::BenchTarget;
 use super::CommonArgs;
@@ -39,6 +40,8 @@ pub struct NoncontigArgs {
     /// the model). The summary then holds NaN for what was skipped.
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(EXPERIMENTS))]
     only: Vec<String>,
+    #[command(flatten)]
+    pin: PinArgs,
 }
 
 /// The experiments `--only` may name.
@@ -60,6 +63,7 @@ pub fn run(args: NoncontigArgs, common: &CommonArgs) -> Result<()> {
     let paths = OutputPaths::resolve("noncontig", common.json.as_deref(), &common.out);
     let mut report = Report::new("noncontig");
     report.param("quick", quick);
+    report.param("pinned", if common.target.is_some() { "no (--target: a daemon this bench did not start)".into() } else { pinning::apply(&args.pin)? });
     let target = BenchTarget::start(common)?;
     report.param("target", target.addr.clone());
     let client = target.client()?;
