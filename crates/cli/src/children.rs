@@ -41,6 +41,16 @@ pub fn set_daemon_cpus(cpus: Option<libc::cpu_set_t>) {
     *DAEMON_CPUS.lock().unwrap_or_else(|p| p.into_inner()) = cpus;
 }
 
+/// Puts the calling thread where daemons run, if they are pinned: for a thread that stands in
+/// for a daemon (a bench's raw TCP server).
+pub fn run_this_thread_as_daemon() {
+    if let Some(set) = *DAEMON_CPUS.lock().unwrap_or_else(|p| p.into_inner()) {
+        // SAFETY: a plain system call on the calling thread with a copied set; failing only
+        // leaves the thread where it was.
+        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    }
+}
+
 fn live() -> std::sync::MutexGuard<'static, Live> {
     LIVE.lock().unwrap_or_else(|p| p.into_inner())
 }

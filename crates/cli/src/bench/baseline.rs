@@ -41,6 +41,8 @@ impl RawServer {
         let accepting = listener.try_clone()?;
         // One client at a time, until the listener is shut down.
         let handle = thread::spawn(move || {
+            // It stands in for a daemon, so it runs where the benches' daemons run.
+            crate::children::run_this_thread_as_daemon();
             while let Ok((stream, _)) = accepting.accept() {
                 let _ = serve(stream);
             }
