@@ -53,7 +53,7 @@ pub(crate) fn receive(stream: &mut TcpStream, target: &PlacedPieces<'_>, from: u
                     break;
                 }
                 let fell_short = match pipe {
-                    Some(pipe) => through_pipe(stream, pipe, target, &iov, &mut pos, failed)?,
+                    Some(pipe) => through_pipe(stream, pipe, target, iov, &mut pos, failed)?,
                     None => by_recvmsg(stream, &iov, &mut pos)?,
                 };
                 if fell_short {
@@ -70,7 +70,7 @@ pub(crate) fn receive(stream: &mut TcpStream, target: &PlacedPieces<'_>, from: u
 
 /// One pass socket -> pipe -> pieces, advancing `pos`. True when a page could not be had:
 /// the bytes the pipe still holds have then gone through `pwrite`, and the rest must too.
-fn through_pipe(stream: &mut TcpStream, pipe: &SplicePipe, target: &PlacedPieces<'_>, iov: &[libc::iovec], pos: &mut u64, failed: &mut Option<io::Error>) -> io::Result<bool> {
+fn through_pipe(stream: &mut TcpStream, pipe: &SplicePipe, target: &PlacedPieces<'_>, iov: Vec<libc::iovec>, pos: &mut u64, failed: &mut Option<io::Error>) -> io::Result<bool> {
     let (copied, left) = pipe.socket_to_memory(stream, iov)?;
     *pos += copied as u64;
     if left == 0 {

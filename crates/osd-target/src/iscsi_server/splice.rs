@@ -120,11 +120,10 @@ impl SplicePipe {
     /// Returns how many bytes reached the memory, and how many that were taken from the
     /// socket did not (left in the pipe: the memory faulted); the caller must take those with
     /// [`SplicePipe::take_left`] before the next transfer.
-    pub fn socket_to_memory(&self, socket: &mut TcpStream, iov: &[libc::iovec]) -> io::Result<(usize, usize)> {
+    pub fn socket_to_memory(&self, socket: &mut TcpStream, mut iov: Vec<libc::iovec>) -> io::Result<(usize, usize)> {
         let room: usize = iov.iter().map(|v| v.iov_len).sum();
         let n = self.fill(socket, room.min(self.capacity))?;
         let mut copied = 0usize;
-        let mut iov = iov.to_vec();
         let mut first = 0usize;
         while copied < n {
             // SAFETY: the iovecs describe memory the caller keeps alive for the call; the
