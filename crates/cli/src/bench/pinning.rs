@@ -2,8 +2,10 @@
 //! scheduler otherwise places a client and the daemon it talks to over loopback differently
 //! from one daemon to the next and from one run to the next (the same core, or one each, which
 //! changes what each command costs). Two identical NOSEC daemons measured in turn then differed
-//! by up to 50% in CPU per 1 MiB READ; pinned, by under 3% (docs/benchmarks.md, "Each side on
-//! its own core"). Baseline and measured variant are pinned alike.
+//! by up to 2x in time and CPU per 1 MiB READ; pinned, by a few percent (docs/benchmarks.md,
+//! "Each side on its own core"). Baseline and measured variant are pinned alike. Pinning adds a
+//! cross-CPU wake-up to every command, which makes time ratios of short transfers smaller; the
+//! docs give the runs without it too.
 
 use anyhow::{bail, Result};
 use clap::Args;
