@@ -74,6 +74,11 @@ pub struct MdsArgs {
     /// How often working keys rotate, e.g. 1h (at least the capability lifetime / 14).
     #[arg(long, default_value = "1h", value_parser = parse_duration)]
     key_period: Duration,
+    /// How long the event loop keeps asking for requests without sleeping, after serving some
+    /// (0 sleeps at once). On virtual machines waking a sleeping thread costs more than this
+    /// polling; on a host whose cores are all busy, 0 leaves them to the others.
+    #[arg(long, default_value = "50us", value_parser = parse_duration)]
+    busy_poll: Duration,
     /// Also serve as this host's user agent on this unix socket: proves to the metadata
     /// servers the user of any local process that asks (needs `user_key_file` in the cluster
     /// file; `tessera up` gives it to metadata server 0). See `tessera agent --help`.
@@ -145,7 +150,7 @@ pub fn run(args: MdsArgs) -> Result<()> {
     };
     let db = db_path(&args.data, args.index);
     let mds = Arc::new(Mds::open(&db, config, Arc::new(OsdObjects::new(nodes).with_probes(probes))).with_context(|| format!("opening {}", db.display()))?);
-    tessera_mds::tcp::spawn(listener, mds.clone()).context("starting the listener")?;
+    tessera_mds::tcp::spawn_polling(listener, mds.clone(), args.busy_poll).context("starting the listener")?;
     if let Some((socket, key)) = agent {
         tessera_mds::user_agent::spawn(socket, key).context("starting the user agent")?;
     }

@@ -39,21 +39,22 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
-/// Parses a duration: a whole number with a unit, `500ms`, `30s`, `10m`, `2h` (a bare number is
-/// seconds).
+/// Parses a duration: a whole number with a unit, `50us`, `500ms`, `30s`, `10m`, `2h` (a bare
+/// number is seconds).
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
     let n: u64 = number.parse().map_err(|_| format!("`{text}` is not a duration (examples: 500ms, 30s, 10m, 2h)"))?;
-    let ms = match unit.trim() {
-        "ms" => 1,
-        "" | "s" => 1000,
-        "m" | "min" => 60_000,
-        "h" => 3_600_000,
-        other => return Err(format!("`{text}`: unknown duration unit `{other}` (use ms, s, m or h)")),
+    let us = match unit.trim() {
+        "us" => 1,
+        "ms" => 1000,
+        "" | "s" => 1_000_000,
+        "m" | "min" => 60_000_000,
+        "h" => 3_600_000_000,
+        other => return Err(format!("`{text}`: unknown duration unit `{other}` (use us, ms, s, m or h)")),
     };
-    n.checked_mul(ms).map(std::time::Duration::from_millis).ok_or_else(|| format!("`{text}` is too long"))
+    n.checked_mul(us).map(std::time::Duration::from_micros).ok_or_else(|| format!("`{text}` is too long"))
 }
 
 /// `1536` -> `1.5 KiB`; exact byte counts below 1 KiB.
@@ -172,6 +173,7 @@ mod tests {
     #[test]
     fn durations_parse_with_units() {
         assert_eq!(parse_duration("500ms"), Ok(std::time::Duration::from_millis(500)));
+        assert_eq!(parse_duration("50us"), Ok(std::time::Duration::from_micros(50)));
         assert_eq!(parse_duration("30"), Ok(std::time::Duration::from_secs(30)));
         assert_eq!(parse_duration("10m"), Ok(std::time::Duration::from_secs(600)));
         assert_eq!(parse_duration("2h"), Ok(std::time::Duration::from_secs(7200)));
