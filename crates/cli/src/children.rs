@@ -42,12 +42,19 @@ pub fn set_daemon_cpus(cpus: Option<libc::cpu_set_t>) {
 }
 
 /// Puts the calling thread where daemons run, if they are pinned: for a thread that stands in
-/// for a daemon (a bench's raw TCP server).
+/// for a daemon (a bench's raw TCP server). Failing only leaves the thread where it was.
 pub fn run_this_thread_as_daemon() {
     if let Some(set) = *DAEMON_CPUS.lock().unwrap_or_else(|p| p.into_inner()) {
-        // SAFETY: a plain system call on the calling thread with a copied set; failing only
-        // leaves the thread where it was.
-        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        let _ = run_on(&set);
+    }
+}
+
+/// Restricts the calling thread (or, between fork and exec, the new process) to `set`.
+fn run_on(set: &libc::cpu_set_t) -> std::io::Result<()> {
+    // SAFETY: one system call on a set that lives across it; async-signal-safe.
+    match unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
     }
 }
 
@@ -67,10 +74,7 @@ pub fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
         use std::os::unix::process::CommandExt;
         // SAFETY: between fork and exec the hook makes one system call on a copied set.
         unsafe {
-            cmd.pre_exec(move || match libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) {
-                0 => Ok(()),
-                _ => Err(std::io::Error::last_os_error()),
-            });
+            cmd.pre_exec(move || run_on(&set));
         }
     }
     let child = cmd.spawn()?;

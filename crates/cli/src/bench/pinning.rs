@@ -66,7 +66,7 @@ pub fn apply(args: &PinArgs) -> Result<String> {
 }
 
 /// The CPUs this process may run on, in order.
-pub fn allowed_cpus() -> Result<Vec<usize>> {
+fn allowed_cpus() -> Result<Vec<usize>> {
     cpus_of(0)
 }
 
@@ -81,7 +81,7 @@ pub fn cpus_of(pid: u32) -> Result<Vec<usize>> {
     Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect())
 }
 
-pub fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
+fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
     // SAFETY: as above; CPU_SET only writes inside the set for c < CPU_SETSIZE.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
