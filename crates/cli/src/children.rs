@@ -17,6 +17,7 @@ use anyhow::{Context, Result};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use tempfile::TempDir;
+use tessera_mds::cpus::CpuSet;
 
 use crate::daemon::signal;
 
@@ -35,9 +36,9 @@ static LIVE: Mutex<Live> = Mutex::new(Live { pids: Vec::new(), scratch: Vec::new
 
 /// The CPUs daemons started from now on run on (`bench::pinning`); None: wherever the
 /// scheduler puts them.
-static DAEMON_CPUS: Mutex<Option<libc::cpu_set_t>> = Mutex::new(None);
+static DAEMON_CPUS: Mutex<Option<CpuSet>> = Mutex::new(None);
 
-pub fn set_daemon_cpus(cpus: Option<libc::cpu_set_t>) {
+pub fn set_daemon_cpus(cpus: Option<CpuSet>) {
     *DAEMON_CPUS.lock().unwrap_or_else(|p| p.into_inner()) = cpus;
 }
 
@@ -45,16 +46,7 @@ pub fn set_daemon_cpus(cpus: Option<libc::cpu_set_t>) {
 /// for a daemon (a bench's raw TCP server). Failing only leaves the thread where it was.
 pub fn run_this_thread_as_daemon() {
     if let Some(set) = *DAEMON_CPUS.lock().unwrap_or_else(|p| p.into_inner()) {
-        let _ = run_on(&set);
-    }
-}
-
-/// Restricts the calling thread (or, between fork and exec, the new process) to `set`.
-fn run_on(set: &libc::cpu_set_t) -> std::io::Result<()> {
-    // SAFETY: one system call on a set that lives across it; async-signal-safe.
-    match unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) } {
-        0 => Ok(()),
-        _ => Err(std::io::Error::last_os_error()),
+        let _ = set.apply_to(0);
     }
 }
 
@@ -74,7 +66,7 @@ pub fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
         use std::os::unix::process::CommandExt;
         // SAFETY: between fork and exec the hook makes one system call on a copied set.
         unsafe {
-            cmd.pre_exec(move || run_on(&set));
+            cmd.pre_exec(move || set.apply_to(0));
         }
     }
     let child = cmd.spawn()?;

@@ -18,7 +18,10 @@ use signal_hook::iterator::Signals;
 use tessera_client::{ClusterConfig, OsdEntry, StripeHint};
 use tessera_initiator::iscsi::ReconnectingSession;
 use tessera_initiator::osd_client::{OsdClient, OsdError};
+use tessera_mds::cpus::CpuSet;
+use tessera_mds::loop_cpus::LoopCpus;
 use tessera_mds::security::KeyInstaller;
+use tessera_mds::tcp::LoopConfig;
 use tessera_mds::{Mds, MdsConfig, OsdObjects, OsdSecret, PrecreateConfig, SecurityConfig, SecurityManager};
 use tessera_mds_proto::{ClusterMap, OsdInfo};
 use tessera_scsi::ScsiTransport;
@@ -77,8 +80,14 @@ pub struct MdsArgs {
     /// How long the event loop keeps asking for requests without sleeping, after serving some
     /// (0 sleeps at once). On virtual machines waking a sleeping thread costs more than this
     /// polling; on a host whose cores are all busy, 0 leaves them to the others.
-    #[arg(long, default_value = "50us", value_parser = parse_duration)]
+    #[arg(long, default_value = "50us", value_parser = parse_duration, env = "TESSERA_MDS_BUSY_POLL")]
     busy_poll: Duration,
+    /// CPUs the event loop runs on: `auto` (those that take the completion interrupts of the
+    /// disk under --data, which wake the loop after every group's flush; anywhere when that
+    /// is RAM-backed or every CPU takes them), `any` (wherever the scheduler puts it), or a
+    /// list such as `1` or `0-3,8`.
+    #[arg(long, default_value = "auto", env = "TESSERA_MDS_LOOP_CPUS")]
+    loop_cpus: String,
     /// Also serve as this host's user agent on this unix socket: proves to the metadata
     /// servers the user of any local process that asks (needs `user_key_file` in the cluster
     /// file; `tessera up` gives it to metadata server 0). See `tessera agent --help`.
@@ -106,6 +115,7 @@ pub fn run(args: MdsArgs) -> Result<()> {
     // Held until this process exits, and taken before the OSDs are touched: a second server on
     // one namespace database fails its commits and would also re-key the OSDs.
     let _lock = DirLock::create_and_acquire(&args.data, "the metadata store")?;
+    let loop_cpus = LoopCpus::parse(&args.loop_cpus, &args.data).map_err(|e| anyhow::anyhow!("--loop-cpus {}: {e}", args.loop_cpus))?;
     let user_key = load_user_key(&cluster)?;
     let agent = match (&args.agent_socket, &user_key) {
         (Some(path), Some(key)) => Some((tessera_mds::user_agent::bind(path).with_context(|| format!("user agent socket {}", path.display()))?, key.clone())),
@@ -150,7 +160,9 @@ pub fn run(args: MdsArgs) -> Result<()> {
     };
     let db = db_path(&args.data, args.index);
     let mds = Arc::new(Mds::open(&db, config, Arc::new(OsdObjects::new(nodes).with_probes(probes))).with_context(|| format!("opening {}", db.display()))?);
-    tessera_mds::tcp::spawn_polling(listener, mds.clone(), args.busy_poll).context("starting the listener")?;
+    let allowed = CpuSet::of_thread(0).context("reading this process's CPUs")?.cpus();
+    let placed = loop_cpus.describe(&allowed);
+    tessera_mds::tcp::spawn_with(listener, mds.clone(), LoopConfig { busy_poll: args.busy_poll, cpus: loop_cpus }).context("starting the listener")?;
     if let Some((socket, key)) = agent {
         tessera_mds::user_agent::spawn(socket, key).context("starting the user agent")?;
     }
@@ -159,7 +171,7 @@ pub fn run(args: MdsArgs) -> Result<()> {
         ready_line(&[("addr", addr.to_string()), ("index", args.index.to_string()), ("data", args.data.display().to_string())])
     );
     eprintln!(
-        "tessera mds: server {} of {} on {addr}, {} OSDs, namespace in {}",
+        "tessera mds: server {} of {} on {addr}, {} OSDs, namespace in {}, event loop on {placed}",
         args.index,
         cluster.mds.len(),
         cluster.osds.len(),

@@ -8,6 +8,9 @@ use std::process::Command;
 
 use common::tessera_exe;
 use serde_json::Value;
+use tessera_mds::cpus::{format_list, CpuSet};
+use tessera_mds::disk_interrupts::DiskInterrupts;
+use tessera_mds::loop_cpus::LoopCpus;
 
 fn run_bench(args: &[&str], summary_keys: &[&str]) -> Value {
     run_bench_with_plots(args, summary_keys, &[])
@@ -112,10 +115,18 @@ fn bench_security_quick_writes_its_summary() {
 
 #[test]
 fn bench_meta_quick_writes_its_summary() {
-    run_bench(
-        &["meta", "--osds", "2"],
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("bench");
+    let doc = run_bench(
+        &["meta", "--osds", "2", "--dir", dir.to_str().unwrap()],
         &["creates_per_sec_4_clients", "creates_per_sec_4_clients_ram_mounted", "sqlite_durable_tx_per_sec", "round_trips_per_sec_4_clients", "stat_median_us_stripes_2"],
     );
+    // The metadata server's event loop ran where the disk under its store takes its completion
+    // interrupts, as read back from the kernel (`tessera mds --loop-cpus auto`).
+    let allowed = CpuSet::of_thread(0).unwrap().cpus();
+    let near = DiskInterrupts::of(scratch.path()).map_or(LoopCpus::Any, LoopCpus::NearDisk);
+    let expected = near.choose(&allowed).unwrap_or(allowed);
+    assert_eq!(doc["params"]["mds_loop_cpus"], format_list(&expected), "the disk's interrupts: {near:?}");
 }
 
 /// A bench refuses a bad argument before it starts anything, naming what it accepts, rather

@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 
 use common::tessera_exe;
 use tessera_cli::cluster::read_records;
+use tessera_mds::cpus::CpuSet;
+use tessera_mds::disk_interrupts::DiskInterrupts;
+use tessera_mds::loop_cpus::LoopCpus;
 
 /// A directory for `tessera up`, stopped with `tessera down` even when a test fails.
 struct ClusterDir {
@@ -127,6 +130,35 @@ fn a_second_daemon_on_a_store_in_use_is_refused_and_names_the_holder() {
     std::fs::write(&file, b"x").unwrap();
     let out = run_expecting_exit(&["osd", "--data", file.to_str().unwrap(), "--listen", "127.0.0.1:0"], Duration::from_secs(20));
     assert!(text(&out.stderr).contains("is not a directory"), "{}", text(&out.stderr));
+}
+
+/// `tessera mds --loop-cpus auto` (the default) keeps the event loop on the CPUs that take the
+/// completion interrupts of the disk under its store, says so when it starts, and a bad
+/// `--loop-cpus` is refused before the server starts, saying what it takes.
+#[test]
+fn the_metadata_servers_loop_runs_where_its_disk_interrupts() {
+    let c = ClusterDir::new();
+    run_ok(&c.up_args("1"));
+    let allowed = CpuSet::of_thread(0).unwrap().cpus();
+    let near = DiskInterrupts::of(c.path()).map_or(LoopCpus::Any, LoopCpus::NearDisk);
+    let log = text(&std::fs::read(c.log("mds0")).unwrap());
+    assert!(log.contains(&format!("event loop on {}", near.describe(&allowed))), "{near:?}: {log}");
+    let pid = c.pid_of("mds0");
+    let loop_thread = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .find(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|n| n.starts_with("mds-loop")))
+        .expect("the mds-loop thread");
+    let tid: u32 = loop_thread.file_name().to_str().unwrap().parse().unwrap();
+    let expected = near.choose(&allowed).unwrap_or_else(|| allowed.clone());
+    assert_eq!(CpuSet::of_thread(tid).unwrap().cpus(), expected, "{near:?}");
+
+    let data = c.path().join("another-mds");
+    let cluster = c.path().join("cluster.toml");
+    let args = ["mds", "--data", data.to_str().unwrap(), "--cluster", cluster.to_str().unwrap(), "--listen", "127.0.0.1:0", "--loop-cpus", "two"];
+    let out = run_expecting_exit(&args, Duration::from_secs(20));
+    let err = text(&out.stderr);
+    assert!(!out.status.success() && err.contains("--loop-cpus two") && err.contains("auto, any"), "{err}");
 }
 
 #[test]

@@ -23,7 +23,9 @@
 //! - [`peer`]: the connection to a peer server (the shared `MdsConnection`, also for tests and tools).
 //! - [`tcp`]: the TCP front, one event loop that reads every connection and runs creates,
 //!   their group commit and their replies itself; [`conn`]: one connection's buffers;
-//!   [`poller`]: its epoll set; [`workers`]: threads for the requests that may block.
+//!   [`poller`]: its epoll set; [`workers`]: threads for the requests that may block;
+//!   [`loop_cpus`]: the loop kept on the CPUs its disk interrupts ([`disk_interrupts`]), as
+//!   [`cpus`] sets.
 //!
 //! `docs/metadata.md` gives the schema, the split across servers and every decision.
 
@@ -31,10 +33,13 @@ pub mod access;
 pub mod checkpoint;
 pub mod commit;
 pub mod conn;
+pub mod cpus;
 pub mod db;
+pub mod disk_interrupts;
 pub mod fence;
 pub mod health;
 pub mod journal;
+pub mod loop_cpus;
 pub mod namespace;
 pub mod objects;
 pub mod peer;

@@ -31,6 +31,7 @@ use tessera_mds_proto::{encode_frame, DecodeError, Frame, FsError, Message, Repl
 
 use crate::commit::Pending;
 use crate::conn::{Conn, Input};
+use crate::loop_cpus::{LoopCpus, Placement};
 use crate::proven::{self, Admission};
 use crate::server::{Answer, Mds};
 use crate::workers::Workers;
@@ -49,14 +50,28 @@ const LISTENER: usize = 0;
 /// 30 and 60 us measured alike (docs/metadata.md, "The event loop's system calls").
 pub const BUSY_POLL: Duration = Duration::from_micros(50);
 
-/// Serves `listener` forever on a new thread, polling [`BUSY_POLL`] before each sleep.
-pub fn spawn(listener: TcpListener, mds: Arc<Mds>) -> io::Result<(SocketAddr, JoinHandle<()>)> {
-    spawn_polling(listener, mds, BUSY_POLL)
+/// How the event loop runs: how long it polls before it sleeps, and on which CPUs.
+#[derive(Clone, Debug)]
+pub struct LoopConfig {
+    /// Zero: sleeps at once.
+    pub busy_poll: Duration,
+    pub cpus: LoopCpus,
 }
 
-/// Serves `listener` forever on a new thread, polling for `busy_poll` before each sleep (zero:
-/// sleeps at once).
-pub fn spawn_polling(listener: TcpListener, mds: Arc<Mds>, busy_poll: Duration) -> io::Result<(SocketAddr, JoinHandle<()>)> {
+impl Default for LoopConfig {
+    /// Polls [`BUSY_POLL`], on any CPU.
+    fn default() -> LoopConfig {
+        LoopConfig { busy_poll: BUSY_POLL, cpus: LoopCpus::Any }
+    }
+}
+
+/// Serves `listener` forever on a new thread, as [`LoopConfig::default`] says.
+pub fn spawn(listener: TcpListener, mds: Arc<Mds>) -> io::Result<(SocketAddr, JoinHandle<()>)> {
+    spawn_with(listener, mds, LoopConfig::default())
+}
+
+/// Serves `listener` forever on a new thread, run as `config` says.
+pub fn spawn_with(listener: TcpListener, mds: Arc<Mds>, config: LoopConfig) -> io::Result<(SocketAddr, JoinHandle<()>)> {
     let addr = listener.local_addr()?;
     listener.set_nonblocking(true)?;
     let poller = Arc::new(Poller::new()?);
@@ -76,9 +91,10 @@ pub fn spawn_polling(listener: TcpListener, mds: Arc<Mds>, busy_poll: Duration) 
         first_owed_at: None,
         rounds: 0,
         creators: HashMap::new(),
-        busy_poll,
+        busy_poll: config.busy_poll,
     };
-    let handle = std::thread::Builder::new().name(format!("mds-loop-{addr}")).spawn(move || front.run())?;
+    let cpus = config.cpus;
+    let handle = std::thread::Builder::new().name(format!("mds-loop-{addr}")).spawn(move || front.run(Placement::start(cpus)))?;
     Ok((addr, handle))
 }
 
@@ -134,10 +150,11 @@ fn encode(request_id: u64, result: Result<Reply, FsError>) -> Vec<u8> {
 }
 
 impl Front {
-    fn run(&mut self) {
+    fn run(&mut self, mut placement: Placement) {
         let mut events = Events::default();
         let mut ready = Vec::new();
         loop {
+            placement.check(Instant::now());
             let timeout = self.next_deadline().map(|d| d.saturating_duration_since(Instant::now()));
             // Not while workers run: they need the CPU the polling would take.
             let poll_for = if self.at_workers == 0 { self.busy_poll } else { Duration::ZERO };

@@ -7,8 +7,9 @@
 //! cross-CPU wake-up to every command, which makes time ratios of short transfers smaller; the
 //! docs give the runs without it too.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
+use tessera_mds::cpus::{format_list, CpuSet};
 
 #[derive(Args, Clone, Debug, Default)]
 pub struct PinArgs {
@@ -38,12 +39,8 @@ impl Split {
 
     /// For reports: "client on CPU 0, daemons on CPU 1".
     pub fn describe(&self) -> String {
-        format!("client on CPU {}, daemons on CPU {}", list(&self.client), list(&self.daemons))
+        format!("client on CPU {}, daemons on CPU {}", format_list(&self.client), format_list(&self.daemons))
     }
-}
-
-fn list(cpus: &[usize]) -> String {
-    cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
 }
 
 /// Pins this process (every thread it has; threads started later inherit their creator's CPUs)
@@ -58,10 +55,10 @@ pub fn apply(args: &PinArgs) -> Result<String> {
         return Ok("no (fewer than two CPUs)".into());
     };
     for entry in std::fs::read_dir("/proc/self/task")? {
-        let tid: libc::pid_t = entry?.file_name().to_string_lossy().parse()?;
+        let tid: u32 = entry?.file_name().to_string_lossy().parse()?;
         set_affinity(tid, &split.client)?;
     }
-    crate::children::set_daemon_cpus(Some(cpu_set(&split.daemons)));
+    crate::children::set_daemon_cpus(Some(CpuSet::of(&split.daemons)));
     Ok(split.describe())
 }
 
@@ -73,34 +70,30 @@ fn allowed_cpus() -> Result<Vec<usize>> {
 /// The CPUs process (or thread) `pid` may run on, as the kernel has them (0: this thread):
 /// what a report states, read back rather than assumed.
 pub fn cpus_of(pid: u32) -> Result<Vec<usize>> {
-    // SAFETY: cpu_set_t is plain data; the kernel fills at most its size.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    if unsafe { libc::sched_getaffinity(pid as libc::pid_t, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
-        bail!("sched_getaffinity of {pid}: {}", std::io::Error::last_os_error());
-    }
-    Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect())
+    Ok(CpuSet::of_thread(pid).with_context(|| format!("sched_getaffinity of {pid}"))?.cpus())
 }
 
-fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
-    // SAFETY: as above; CPU_SET only writes inside the set for c < CPU_SETSIZE.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
-        unsafe { libc::CPU_SET(c, &mut set) };
-    }
-    set
-}
-
-fn set_affinity(tid: libc::pid_t, cpus: &[usize]) -> Result<()> {
-    let set = cpu_set(cpus);
-    // SAFETY: a plain system call on a set that lives across it.
-    if unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
-        let e = std::io::Error::last_os_error();
-        // A thread that has just exited is no longer there to pin.
-        if e.raw_os_error() != Some(libc::ESRCH) {
-            bail!("pinning thread {tid} to CPU {}: {e}", list(cpus));
+/// The CPUs of the thread of process `pid` whose name starts with `prefix` (a daemon's event
+/// loop, which may place itself: `tessera mds --loop-cpus`), read back for a report; None when
+/// no thread has that name.
+pub fn cpus_of_thread_named(pid: u32, prefix: &str) -> Result<Option<Vec<usize>>> {
+    for entry in std::fs::read_dir(format!("/proc/{pid}/task")).with_context(|| format!("listing the threads of process {pid}"))? {
+        let task = entry?.path();
+        let named = std::fs::read_to_string(task.join("comm")).is_ok_and(|n| n.starts_with(prefix));
+        let tid = task.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse::<u32>().ok());
+        if let (true, Some(tid)) = (named, tid) {
+            return cpus_of(tid).map(Some);
         }
     }
-    Ok(())
+    Ok(None)
+}
+
+fn set_affinity(tid: u32, cpus: &[usize]) -> Result<()> {
+    match CpuSet::of(cpus).apply_to(tid) {
+        // A thread that has just exited is no longer there to pin.
+        Err(e) if e.raw_os_error() != Some(libc::ESRCH) => bail!("pinning thread {tid} to CPU {}: {e}", format_list(cpus)),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -163,6 +163,9 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
         path_points.push((k as f64, by_path.ops_per_sec()));
         admin.rmdir(&top)?;
     }
+    // Where the server's event loop ran (`tessera mds --loop-cpus`), as the kernel has it.
+    let loop_cpus = crate::bench::pinning::cpus_of_thread_named(mds_pid, "mds-loop")?;
+    report.param("mds_loop_cpus", loop_cpus.map_or("unknown".into(), |c| tessera_mds::cpus::format_list(&c)));
     if let Some(rate) = report.summary.get("creates_per_sec_4_clients").and_then(|v| v.as_f64()) {
         report.summary("goal_20000_creates_per_sec_4_clients", rate >= 20_000.0);
     }
