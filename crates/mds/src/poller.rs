@@ -242,7 +242,6 @@ mod tests {
         let t = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
             waker.notify().unwrap();
-            waker.notify().unwrap();
         });
         let mut events = Events::default();
         let start = Instant::now();
@@ -250,6 +249,17 @@ mod tests {
         assert!(start.elapsed() < Duration::from_secs(5));
         assert!(keys(&events).is_empty(), "a wake-up is no socket's event");
         t.join().unwrap();
+        // Two notifications before a wait: that wait takes both, the next one sleeps.
+        let waker = poller.clone();
+        std::thread::spawn(move || {
+            waker.notify().unwrap();
+            waker.notify().unwrap();
+        })
+        .join()
+        .unwrap();
+        let start = Instant::now();
+        poller.wait(&mut events, Some(Duration::from_secs(5))).unwrap();
+        assert!(start.elapsed() < Duration::from_secs(5), "woken by the notifications");
         let start = Instant::now();
         poller.wait(&mut events, Some(Duration::from_millis(20))).unwrap();
         assert!(start.elapsed() >= Duration::from_millis(20), "both notifications were cleared by the first wait");
