@@ -144,18 +144,14 @@ fn the_metadata_servers_loop_runs_where_its_disk_interrupts() {
     let log = text(&std::fs::read(c.log("mds0")).unwrap());
     assert!(log.contains(&format!("event loop on {}", near.describe(&allowed))), "{near:?}: {log}");
     let pid = c.pid_of("mds0");
-    let thread = |name: &str| -> u32 {
-        let task = std::fs::read_dir(format!("/proc/{pid}/task"))
-            .unwrap()
-            .flatten()
-            .find(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|n| n.starts_with(name)))
-            .unwrap_or_else(|| panic!("no {name} thread in the metadata server"));
-        task.file_name().to_str().unwrap().parse().unwrap()
-    };
+    let loop_thread = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .find(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|n| n.starts_with("mds-loop")))
+        .expect("the mds-loop thread");
+    let tid: u32 = loop_thread.file_name().to_str().unwrap().parse().unwrap();
     let expected = near.choose(&allowed).unwrap_or_else(|| allowed.clone());
-    assert_eq!(CpuSet::of_thread(thread("mds-loop")).unwrap().cpus(), expected, "{near:?}");
-    // Its flushes run beside it, on the same CPUs (`flush_helper.rs`).
-    assert_eq!(CpuSet::of_thread(thread("mds-flush")).unwrap().cpus(), expected, "{near:?}");
+    assert_eq!(CpuSet::of_thread(tid).unwrap().cpus(), expected, "{near:?}");
 
     let data = c.path().join("another-mds");
     let cluster = c.path().join("cluster.toml");

@@ -349,8 +349,7 @@ impl GroupCommit {
             self.commit_open(&mut w);
         }
         let target = self.flush.lock().unwrap_or_else(|p| p.into_inner()).committed;
-        // The event loop's helper runs it while the loop polls (`flush_helper.rs`).
-        let synced = crate::flush_helper::sync_data(&self.wal);
+        let synced = self.wal.sync_data();
         self.flushes.fetch_add(1, Ordering::Relaxed);
         let mut f = self.flush.lock().unwrap_or_else(|p| p.into_inner());
         f.flushing = false;

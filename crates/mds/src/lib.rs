@@ -25,7 +25,7 @@
 //!   their group commit and their replies itself; [`conn`]: one connection's buffers;
 //!   [`poller`]: its epoll set; [`workers`]: threads for the requests that may block;
 //!   [`loop_cpus`]: the loop kept on the CPUs its disk interrupts ([`disk_interrupts`]), as
-//!   [`cpus`] sets; [`flush_helper`]: its flushes run beside it while it polls.
+//!   [`cpus`] sets.
 //!
 //! `docs/metadata.md` gives the schema, the split across servers and every decision.
 
@@ -37,7 +37,6 @@ pub mod cpus;
 pub mod db;
 pub mod disk_interrupts;
 pub mod fence;
-pub mod flush_helper;
 pub mod health;
 pub mod journal;
 pub mod loop_cpus;

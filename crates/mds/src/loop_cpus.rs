@@ -69,11 +69,9 @@ fn narrow(wanted: &[usize], allowed: &[usize]) -> Option<Vec<usize>> {
     (!within.is_empty() && within.len() < allowed.len()).then_some(within)
 }
 
-/// The calling thread, and the threads that follow it, kept on the CPUs a [`LoopCpus`] names.
+/// The calling thread kept on the CPUs a [`LoopCpus`] names.
 pub struct Placement {
     wanted: LoopCpus,
-    /// Threads placed with it (its flush helper).
-    followers: Vec<u32>,
     /// The CPUs the thread could use before it was placed.
     allowed: Vec<usize>,
     placed: Option<Vec<usize>>,
@@ -84,7 +82,7 @@ impl Placement {
     /// Places the calling thread.
     pub fn start(wanted: LoopCpus) -> Placement {
         let allowed = CpuSet::of_thread(0).map(|s| s.cpus()).unwrap_or_default();
-        let mut placement = Placement { wanted, followers: Vec::new(), allowed, placed: None, next_check: Instant::now() };
+        let mut placement = Placement { wanted, allowed, placed: None, next_check: Instant::now() };
         placement.place();
         placement
     }
@@ -94,14 +92,6 @@ impl Placement {
     pub fn check(&mut self, now: Instant) {
         if now >= self.next_check && matches!(self.wanted, LoopCpus::NearDisk(_)) {
             self.place();
-        }
-    }
-
-    /// Places thread `tid` with the calling thread, now and whenever it moves.
-    pub fn follow(&mut self, tid: u32) {
-        self.followers.push(tid);
-        if let Err(e) = CpuSet::of(self.placed.as_deref().unwrap_or(&self.allowed)).apply_to(tid) {
-            tracing::warn!(%e, tid, "cannot place a thread with the MDS event loop");
         }
     }
 
@@ -119,11 +109,6 @@ impl Placement {
         let set = CpuSet::of(chosen.as_deref().unwrap_or(&self.allowed));
         match set.apply_to(0) {
             Ok(()) => {
-                for &tid in &self.followers {
-                    if let Err(e) = set.apply_to(tid) {
-                        tracing::warn!(%e, tid, "cannot place a thread with the MDS event loop");
-                    }
-                }
                 tracing::info!(cpus = ?chosen, wanted = ?self.wanted, "MDS event loop placed");
                 self.placed = chosen;
             }
@@ -163,19 +148,9 @@ mod tests {
     fn a_placed_thread_runs_on_the_chosen_cpu_only() {
         let allowed = CpuSet::of_thread(0).unwrap().cpus();
         let last = *allowed.last().unwrap();
-        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
-        let follower = std::thread::spawn(move || {
-            // SAFETY: gettid has no arguments.
-            tid_tx.send(unsafe { libc::gettid() } as u32).unwrap();
-            let _ = stop_rx.recv();
-        });
-        let follower_tid = tid_rx.recv().unwrap();
         std::thread::spawn(move || {
-            let mut placement = Placement::start(LoopCpus::Fixed(vec![last]));
-            placement.follow(follower_tid);
+            let placement = Placement::start(LoopCpus::Fixed(vec![last]));
             let now = CpuSet::of_thread(0).unwrap().cpus();
-            assert_eq!(CpuSet::of_thread(follower_tid).unwrap().cpus(), now, "the follower is placed with the loop");
             if allowed.len() > 1 {
                 assert_eq!((placement.placed(), now), (Some(&[last][..]), vec![last]));
             } else {
@@ -184,7 +159,5 @@ mod tests {
         })
         .join()
         .unwrap();
-        stop_tx.send(()).unwrap();
-        follower.join().unwrap();
     }
 }

@@ -31,7 +31,6 @@ use tessera_mds_proto::{encode_frame, DecodeError, Frame, FsError, Message, Repl
 
 use crate::commit::Pending;
 use crate::conn::{Conn, Input};
-use crate::flush_helper::{self, FlushHelper};
 use crate::loop_cpus::{LoopCpus, Placement};
 use crate::proven::{self, Admission};
 use crate::server::{Answer, Mds};
@@ -95,20 +94,7 @@ pub fn spawn_with(listener: TcpListener, mds: Arc<Mds>, config: LoopConfig) -> i
         busy_poll: config.busy_poll,
     };
     let cpus = config.cpus;
-    let handle = std::thread::Builder::new().name(format!("mds-loop-{addr}")).spawn(move || {
-        let mut placement = Placement::start(cpus);
-        // A loop that polls its sockets polls its flushes too.
-        if !front.busy_poll.is_zero() {
-            match FlushHelper::start(flush_helper::POLL_MAX) {
-                Ok(helper) => {
-                    placement.follow(helper.tid());
-                    flush_helper::install(helper);
-                }
-                Err(e) => tracing::warn!(%e, "no flush helper; the event loop sleeps through its flushes"),
-            }
-        }
-        front.run(placement)
-    })?;
+    let handle = std::thread::Builder::new().name(format!("mds-loop-{addr}")).spawn(move || front.run(Placement::start(cpus)))?;
     Ok((addr, handle))
 }
 
