@@ -13,6 +13,8 @@
 //! - A connection reads no further request while it owes a reply or has reply bytes the
 //!   socket has not taken, so replies leave in request order, and a client that stops reading
 //!   holds only its own connection (cut off after `REPLY_WRITE_TIMEOUT`, `conn.rs`).
+//! - The loop runs on the CPUs [`LoopConfig::cpus`] names; `tessera mds` by default names
+//!   those that take its disk's interrupts, which end every flush (`loop_cpus.rs`).
 //! - A frame whose header is bad ends the connection (the stream can no longer be trusted to
 //!   be in step); a body that does not decode gets an error reply with its request id when the
 //!   id is readable.
