@@ -10,6 +10,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::tessera_exe;
+use tessera_cli::bench::pinning::cpus_of_thread_named;
 use tessera_cli::cluster::read_records;
 use tessera_mds::cpus::CpuSet;
 use tessera_mds::disk_interrupts::DiskInterrupts;
@@ -143,15 +144,9 @@ fn the_metadata_servers_loop_runs_where_its_disk_interrupts() {
     let near = DiskInterrupts::of(c.path()).map_or(LoopCpus::Any, LoopCpus::NearDisk);
     let log = text(&std::fs::read(c.log("mds0")).unwrap());
     assert!(log.contains(&format!("event loop on {}", near.describe(&allowed))), "{near:?}: {log}");
-    let pid = c.pid_of("mds0");
-    let loop_thread = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .flatten()
-        .find(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|n| n.starts_with("mds-loop")))
-        .expect("the mds-loop thread");
-    let tid: u32 = loop_thread.file_name().to_str().unwrap().parse().unwrap();
     let expected = near.choose(&allowed).unwrap_or_else(|| allowed.clone());
-    assert_eq!(CpuSet::of_thread(tid).unwrap().cpus(), expected, "{near:?}");
+    let loop_cpus = cpus_of_thread_named(c.pid_of("mds0"), "mds-loop").unwrap().expect("the mds-loop thread");
+    assert_eq!(loop_cpus, expected, "{near:?}");
 
     let data = c.path().join("another-mds");
     let cluster = c.path().join("cluster.toml");
