@@ -47,8 +47,8 @@ pub struct UpArgs {
     /// Default stripe unit of new files, up to 64M [new cluster: 1M].
     #[arg(long, value_parser = parse_size)]
     stripe_unit: Option<u64>,
-    /// Default stripe count of new files; 0 stripes over every OSD [new cluster: 0].
-    #[arg(long)]
+    /// Default stripe count of new files; -1 or 0 stripes over every OSD [new cluster: 0].
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::units::parse_stripe_count)]
     stripe_count: Option<u32>,
     /// Capability security method the OSDs require: capkey, cmdrsp or alldata [new cluster:
     /// cmdrsp]. Master keys are provisioned under DIR/keys on first start.

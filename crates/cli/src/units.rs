@@ -39,6 +39,15 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
+/// Parses a stripe count: a number of OSDs, or `0` or `-1` for every OSD (`-1` is how Lustre's
+/// `lfs setstripe -c` spells it, so a Lustre user's habit works here).
+pub fn parse_stripe_count(text: &str) -> Result<u32, String> {
+    match text.trim() {
+        "-1" => Ok(0),
+        t => t.parse().map_err(|_| format!("`{text}` is not a stripe count (a number of OSDs, or -1 or 0 for every OSD)")),
+    }
+}
+
 /// Parses a duration: a whole number with a unit, `50us`, `500ms`, `30s`, `10m`, `2h` (a bare
 /// number is seconds).
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
@@ -158,6 +167,17 @@ impl fmt::Display for Rate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stripe_counts_take_lustres_minus_one_for_every_osd() {
+        assert_eq!(parse_stripe_count("-1"), Ok(0));
+        assert_eq!(parse_stripe_count("0"), Ok(0));
+        assert_eq!(parse_stripe_count("3"), Ok(3));
+        for bad in ["-2", "two", "", "1.5", "4294967296"] {
+            let err = parse_stripe_count(bad).unwrap_err();
+            assert!(err.contains("is not a stripe count") && err.contains("-1 or 0 for every OSD"), "{bad}: {err}");
+        }
+    }
 
     #[test]
     fn human_sizes_round_up_as_ls_does() {

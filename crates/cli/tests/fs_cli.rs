@@ -171,6 +171,13 @@ fn striping_is_set_per_directory_and_reported_per_file() {
     let dir = stdout(&c.ok(&["getstripe", "/wide/narrow"]));
     assert!(dir.contains("stripe_count: 2  stripe_size: 262144 (256 KiB)  stripe_index: 3"), "{dir}");
 
+    // -1 is every OSD, as in Lustre's `lfs setstripe -c -1`; on put too.
+    c.ok(&["mkdir", "/wide/all"]);
+    c.ok(&["setstripe", "-c", "-1", "/wide/all"]);
+    assert!(stdout(&c.ok(&["getstripe", "/wide/all"])).contains("stripe_count: all OSDs"));
+    c.ok(&["put", "-c", "-1", "-S", "64K", local.to_str().unwrap(), "/wide/narrow/every"]);
+    assert!(stdout(&c.ok(&["getstripe", "/wide/narrow/every"])).contains("stripe_count: 4  stripe_size: 65536"));
+
     // An explicit layout on put; an existing file's layout cannot change.
     c.ok(&["put", "-c", "1", "-S", "4M", local.to_str().unwrap(), "/one"]);
     assert!(stdout(&c.ok(&["getstripe", "/one"])).contains("stripe_count: 1  stripe_size: 4194304"));

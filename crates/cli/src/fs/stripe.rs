@@ -6,14 +6,14 @@ use clap::Args;
 use tessera_client::{Client, ClusterConfig, Stripe, StripeHint};
 
 use super::ClusterArg;
-use crate::units::{format_size, parse_size};
+use crate::units::{format_size, parse_size, parse_stripe_count};
 
 #[derive(Args)]
 pub struct SetStripeArgs {
     /// A directory (sets the default of files created in it) or a new file (created empty).
     path: String,
-    /// OSDs to stripe over; 0 means every OSD. Default: the directory's current count.
-    #[arg(short = 'c', long = "stripe-count")]
+    /// OSDs to stripe over; -1 or 0 means every OSD. Default: the directory's current count.
+    #[arg(short = 'c', long = "stripe-count", allow_negative_numbers = true, value_parser = parse_stripe_count)]
     count: Option<u32>,
     /// Stripe unit: bytes written to one OSD before moving to the next (e.g. 64K, 1M, 4M).
     /// Default: the directory's current unit.

@@ -28,8 +28,8 @@ pub struct PutArgs {
     local: PathBuf,
     /// Destination path in Tessera; an existing directory receives the file by its name.
     remote: String,
-    /// Stripe count of a new file (0: every OSD); default: the directory's.
-    #[arg(short = 'c', long)]
+    /// Stripe count of a new file (-1 or 0: every OSD); default: the directory's.
+    #[arg(short = 'c', long, allow_negative_numbers = true, value_parser = crate::units::parse_stripe_count)]
     stripe_count: Option<u32>,
     /// Stripe unit of a new file (e.g. 64K, 1M); default: the directory's.
     #[arg(short = 'S', long, value_parser = parse_size)]
