@@ -555,6 +555,10 @@ fn refused_commands_change_nothing_and_put_replaces_whole() {
     assert!(c.fails(&["mv", "/p", "/p/q/r"]).contains("into itself"));
     assert!(c.fails(&["mv", "/p/q", "/p/q"]).contains("into itself"), "onto itself, a directory moves into itself");
     assert!(c.fails(&["mv", "/f", "/./f"]).contains("same file"));
+    // Below a file is not inside it: the rename says what is wrong with the path.
+    let err = c.fails(&["mv", "/f", "/f/g"]);
+    assert!(err.contains("not a directory") && !err.contains("into itself"), "{err}");
+    assert_eq!(c.ok(&["cat", "/f"]).stdout, pattern(3, 300_000));
     // Through a symlink the text shows nothing amiss; the inodes do.
     c.ok(&["ln", "-s", "/p/q/r", "/rlink"]);
     let err = c.fails(&["mv", "/p", "/rlink"]);

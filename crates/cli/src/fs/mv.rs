@@ -74,13 +74,16 @@ fn move_one(client: &Client, from: &str, dest: &str) -> Result<()> {
     if dst == src {
         bail!("{from} and {to} are the same file");
     }
-    if dst.len() > src.len() && dst[..src.len()] == src[..] {
-        bail!("cannot move {from} into itself ({to})");
-    }
     let attr = client.lookup(from)?;
-    // A destination that cannot be walked is left for the rename to report.
-    if attr.file_type == FileType::Directory && matches!(inside(client, &to, attr.ino), Ok(true)) {
-        bail!("cannot move {from} into itself ({to})");
+    // Only a directory has an inside: a path below a file is left for the rename to refuse
+    // (ENOTDIR), as is a destination that cannot be walked.
+    if attr.file_type == FileType::Directory {
+        if dst.len() > src.len() && dst[..src.len()] == src[..] {
+            bail!("cannot move {from} into itself ({to})");
+        }
+        if matches!(inside(client, &to, attr.ino), Ok(true)) {
+            bail!("cannot move {from} into itself ({to})");
+        }
     }
     move_path(client, from, &to)
 }
