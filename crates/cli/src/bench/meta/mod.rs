@@ -14,11 +14,14 @@
 //! - Baselines, same run: a raw durable SQLite insert on the same disk with the server's
 //!   settings, and an empty round trip to the metadata server from the same number of clients
 //!   (`baseline.rs`).
+//! - Paced creates: one client pausing between creates, against its creates back to back: the
+//!   server's CPU per create when requests come farther apart than its polling (`paced.rs`).
 //! - The seed's configuration, same run: the creates of the largest client count (at most 4)
 //!   repeated on a cluster kept on a RAM-backed file system (`ram.rs`), as the slides' "RAM-
 //!   mounted to eliminate disk effects".
 
 mod baseline;
+mod paced;
 mod phase;
 mod ram;
 
@@ -37,6 +40,8 @@ use crate::cluster::{ClusterSpec, LocalCluster};
 const STRIPE_UNIT: u64 = 1 << 20;
 /// Untimed creates and unlinks per client before a sweep point.
 const WARMUP: usize = 20;
+/// Creates of each kind in the paced section (each paced one waits [`paced::PAUSE`] first).
+const PACED_FILES: usize = 2000;
 
 #[derive(Args, Clone)]
 pub struct MetaArgs {
@@ -163,6 +168,16 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
         path_points.push((k as f64, by_path.ops_per_sec()));
         admin.rmdir(&top)?;
     }
+    let paced = paced::creates(&admin, &config, mds_pid, files.min(PACED_FILES))?;
+    let pause_us = paced::PAUSE.as_micros();
+    for (op, p, cpu) in [("create, back to back", &paced.back_to_back, paced.back_to_back_cpu_us), (&*format!("create, {pause_us} us apart"), &paced.paced, paced.paced_cpu_us)] {
+        report.row(json!({"section": "paced", "op": op, "clients": 1, "stripe_count": 1,
+            "ops_per_sec": p.ops_per_sec(), "median_us": p.median_us(), "p99_us": p.p99_us(), "mds_cpu_us_per_op": cpu}));
+    }
+    report.summary("mds_cpu_us_per_create_back_to_back", paced.back_to_back_cpu_us);
+    report.summary("mds_cpu_us_per_create_paced", paced.paced_cpu_us);
+    report.summary("paced_over_back_to_back_mds_cpu", paced.paced_cpu_us / paced.back_to_back_cpu_us);
+    report.summary("create_median_us_paced", paced.paced.median_us());
     // Where the server's event loop ran (`tessera mds --loop-cpus`), as the kernel has it.
     let loop_cpus = crate::bench::pinning::cpus_of_thread_named(mds_pid, "mds-loop")?;
     report.param("mds_loop_cpus", loop_cpus.map_or("unknown".into(), |c| tessera_mds::cpus::format_list(&c)));
