@@ -77,9 +77,11 @@ pub struct MdsArgs {
     /// How often working keys rotate, e.g. 1h (at least the capability lifetime / 14).
     #[arg(long, default_value = "1h", value_parser = parse_duration)]
     key_period: Duration,
-    /// How long the event loop keeps asking for requests without sleeping, after serving some
-    /// (0 sleeps at once). On virtual machines waking a sleeping thread costs more than this
-    /// polling; on a host whose cores are all busy, 0 leaves them to the others.
+    /// The longest the event loop keeps asking for requests without sleeping, after serving
+    /// some (0 sleeps at once). It polls less, down to not at all, while requests come farther
+    /// apart than this, and the whole time again once they come sooner. On virtual machines
+    /// waking a sleeping thread costs more than this polling; on a host whose cores are all
+    /// busy, 0 leaves them to the others.
     #[arg(long, default_value = "50us", value_parser = parse_duration, env = "TESSERA_MDS_BUSY_POLL")]
     busy_poll: Duration,
     /// CPUs the event loop runs on: `auto` (those that take the completion interrupts of the

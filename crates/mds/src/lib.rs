@@ -23,7 +23,8 @@
 //! - [`peer`]: the connection to a peer server (the shared `MdsConnection`, also for tests and tools).
 //! - [`tcp`]: the TCP front, one event loop that reads every connection and runs creates,
 //!   their group commit and their replies itself; [`conn`]: one connection's buffers;
-//!   [`poller`]: its epoll set; [`workers`]: threads for the requests that may block;
+//!   [`poller`]: its epoll set, polled before sleeping for as long as [`poll_window`] finds
+//!   it pays; [`workers`]: threads for the requests that may block;
 //!   [`loop_cpus`]: the loop kept on the CPUs its disk interrupts ([`disk_interrupts`]), as
 //!   [`cpus`] sets.
 //!
@@ -44,6 +45,7 @@ pub mod namespace;
 pub mod objects;
 pub mod peer;
 pub mod periodic;
+pub mod poll_window;
 pub mod poller;
 pub mod proven;
 pub mod pools;

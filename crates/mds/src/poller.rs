@@ -7,7 +7,8 @@
 //!   so a wait's timeout goes to `epoll_pwait2`, which takes a timespec. Kernels before 5.11
 //!   lack it; there the timeout is rounded up to the millisecond `epoll_wait` takes.
 //! - **Polling before sleeping** ([`Poller::wait_polling`]): after serving, the loop asks the
-//!   kernel again without sleeping for a few tens of microseconds before it blocks. On a
+//!   kernel again without sleeping for a few tens of microseconds before it blocks (how long,
+//!   `poll_window.rs` decides from what earlier polls caught). On a
 //!   virtual machine a sleeping thread woken by a packet from another CPU costs more than that
 //!   polling, in latency and in CPU: four clients' creates on disk went from 16.7-18.5k/s to
 //!   19.4-21.3k/s, with less server CPU per create (docs/metadata.md, "The event loop's system
@@ -22,6 +23,8 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+use crate::poll_window::Waited;
 
 /// The key the wake-up eventfd reports under; never a connection's.
 const WAKE_KEY: u64 = u64::MAX;
@@ -152,24 +155,25 @@ impl Poller {
     }
 
     /// Like [`Poller::wait`], but first asks without sleeping, again and again for up to
-    /// `poll_for` (never past `timeout`), and sleeps only if nothing came meanwhile.
-    pub fn wait_polling(&self, events: &mut Events, timeout: Option<Duration>, poll_for: Duration) -> io::Result<()> {
-        if poll_for.is_zero() {
-            return self.wait(events, timeout);
-        }
+    /// `poll_for` (never past `timeout`), and sleeps only if nothing came meanwhile. Says how
+    /// the wait ended, for the loop's [`PollWindow`](crate::poll_window::PollWindow).
+    pub fn wait_polling(&self, events: &mut Events, timeout: Option<Duration>, poll_for: Duration) -> io::Result<Waited> {
         let start = Instant::now();
-        let limit = timeout.map_or(poll_for, |t| t.min(poll_for));
-        loop {
-            self.wait(events, Some(Duration::ZERO))?;
-            if events.len > 0 {
-                return Ok(());
+        if !poll_for.is_zero() {
+            let limit = timeout.map_or(poll_for, |t| t.min(poll_for));
+            loop {
+                self.wait(events, Some(Duration::ZERO))?;
+                if events.len > 0 {
+                    return Ok(Waited::Polled);
+                }
+                if start.elapsed() >= limit {
+                    break;
+                }
+                std::hint::spin_loop();
             }
-            if start.elapsed() >= limit {
-                break;
-            }
-            std::hint::spin_loop();
         }
-        self.wait(events, timeout.map(|t| t.saturating_sub(start.elapsed())))
+        self.wait(events, timeout.map(|t| t.saturating_sub(start.elapsed())))?;
+        Ok(if events.len > 0 { Waited::Slept(start.elapsed()) } else { Waited::TimedOut })
     }
 
     /// Wakes the current or the next [`Poller::wait`], from any thread.
@@ -270,8 +274,9 @@ mod tests {
         let poller = Poller::new().unwrap();
         let mut events = Events::default();
         let start = Instant::now();
-        poller.wait_polling(&mut events, Some(Duration::from_millis(3)), Duration::from_micros(500)).unwrap();
+        let waited = poller.wait_polling(&mut events, Some(Duration::from_millis(3)), Duration::from_micros(500)).unwrap();
         assert!(start.elapsed() >= Duration::from_millis(3), "polls, then sleeps out the rest");
+        assert_eq!(waited, Waited::TimedOut);
         assert!(keys(&events).is_empty());
         let start = Instant::now();
         poller.wait_polling(&mut events, Some(Duration::from_millis(2)), Duration::from_secs(60)).unwrap();
@@ -287,16 +292,23 @@ mod tests {
             client.write_all(b"x").unwrap();
             client
         });
-        poller.wait_polling(&mut events, Some(Duration::from_secs(5)), Duration::from_millis(200)).unwrap();
+        let waited = poller.wait_polling(&mut events, Some(Duration::from_secs(5)), Duration::from_millis(200)).unwrap();
         assert_eq!(keys(&events), vec![3], "a byte sent while polling");
+        assert_eq!(waited, Waited::Polled);
         let mut client = writer.join().unwrap();
+        // Read, so the socket is readable again only once the next byte comes.
+        let mut x = [0u8; 1];
+        std::io::Read::read_exact(&mut &server, &mut x).unwrap();
         poller.modify(&server, Interest::readable(4)).unwrap();
         let later = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
             client.write_all(b"y").unwrap();
         });
-        poller.wait_polling(&mut events, None, Duration::from_micros(100)).unwrap();
+        let start = Instant::now();
+        let waited = poller.wait_polling(&mut events, None, Duration::from_micros(100)).unwrap();
         assert_eq!(keys(&events), vec![4], "a byte sent after the polling, while asleep");
+        let Waited::Slept(after) = waited else { panic!("{waited:?}") };
+        assert!(after >= Duration::from_millis(50) && after <= start.elapsed(), "measured from the wait's start: {after:?}");
         later.join().unwrap();
     }
 

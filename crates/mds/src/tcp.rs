@@ -28,6 +28,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::poll_window::PollWindow;
 use crate::poller::{Events, Interest, Poller};
 use tessera_mds_proto::{encode_frame, DecodeError, Frame, FsError, Message, Reply};
 
@@ -48,14 +49,16 @@ const CREATOR_ROUNDS: u64 = 8;
 /// The listener's key in the poller; connections count up from 1.
 const LISTENER: usize = 0;
 
-/// How long the loop polls its sockets before it sleeps, by default ([`Poller::wait_polling`]).
-/// 30 and 60 us measured alike (docs/metadata.md, "The event loop's system calls").
+/// The longest the loop polls its sockets before it sleeps, by default
+/// ([`Poller::wait_polling`], [`PollWindow`]). 30 and 60 us measured alike (docs/metadata.md,
+/// "The event loop's system calls").
 pub const BUSY_POLL: Duration = Duration::from_micros(50);
 
 /// How the event loop runs: how long it polls before it sleeps, and on which CPUs.
 #[derive(Clone, Debug)]
 pub struct LoopConfig {
-    /// Zero: sleeps at once.
+    /// The longest the loop polls before it sleeps; it polls less while requests come farther
+    /// apart (`poll_window.rs`). Zero: sleeps at once.
     pub busy_poll: Duration,
     pub cpus: LoopCpus,
 }
@@ -93,7 +96,7 @@ pub fn spawn_with(listener: TcpListener, mds: Arc<Mds>, config: LoopConfig) -> i
         first_owed_at: None,
         rounds: 0,
         creators: HashMap::new(),
-        busy_poll: config.busy_poll,
+        poll_window: PollWindow::new(config.busy_poll),
     };
     let cpus = config.cpus;
     let handle = std::thread::Builder::new().name(format!("mds-loop-{addr}")).spawn(move || front.run(Placement::start(cpus)))?;
@@ -143,8 +146,9 @@ struct Front {
     rounds: u64,
     /// Connections that created lately, with the round of their last create.
     creators: HashMap<usize, u64>,
-    /// How long a wait polls before it sleeps.
-    busy_poll: Duration,
+    /// How long a wait polls before it sleeps: up to [`LoopConfig::busy_poll`], as long as
+    /// polls catch requests.
+    poll_window: PollWindow,
 }
 
 fn encode(request_id: u64, result: Result<Reply, FsError>) -> Vec<u8> {
@@ -159,11 +163,17 @@ impl Front {
             placement.check(Instant::now());
             let timeout = self.next_deadline().map(|d| d.saturating_duration_since(Instant::now()));
             // Not while workers run: they need the CPU the polling would take.
-            let poll_for = if self.at_workers == 0 { self.busy_poll } else { Duration::ZERO };
-            if let Err(e) = self.poller.wait_polling(&mut events, timeout, poll_for) {
-                tracing::error!(%e, "MDS event loop cannot wait for its sockets");
-                std::thread::sleep(Duration::from_millis(10));
-                continue;
+            let polling = self.at_workers == 0;
+            let poll_for = if polling { self.poll_window.current() } else { Duration::ZERO };
+            match self.poller.wait_polling(&mut events, timeout, poll_for) {
+                // Only waits the window chose teach it.
+                Ok(waited) if polling => self.poll_window.record(waited),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::error!(%e, "MDS event loop cannot wait for its sockets");
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                }
             }
             ready.clear();
             for key in events.keys() {
