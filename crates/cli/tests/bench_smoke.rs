@@ -119,8 +119,20 @@ fn bench_meta_quick_writes_its_summary() {
     let dir = scratch.path().join("bench");
     let doc = run_bench(
         &["meta", "--osds", "2", "--dir", dir.to_str().unwrap()],
-        &["creates_per_sec_4_clients", "creates_per_sec_4_clients_ram_mounted", "sqlite_durable_tx_per_sec", "round_trips_per_sec_4_clients", "stat_median_us_stripes_2"],
+        &[
+            "creates_per_sec_4_clients",
+            "creates_per_sec_4_clients_ram_mounted",
+            "sqlite_durable_tx_per_sec",
+            "round_trips_per_sec_4_clients",
+            "stat_median_us_stripes_2",
+            "mds_cpu_us_per_create_paced",
+            "paced_over_back_to_back_mds_cpu",
+        ],
     );
+    // The paced creates and their baseline, each with the server's CPU per create.
+    let paced: Vec<&Value> = doc["rows"].as_array().unwrap().iter().filter(|r| r["section"] == "paced").collect();
+    assert_eq!(paced.len(), 2, "{doc}");
+    assert!(paced.iter().all(|r| r["mds_cpu_us_per_op"].as_f64().is_some_and(|c| c > 0.0)), "{paced:?}");
     // The metadata server's event loop ran where the disk under its store takes its completion
     // interrupts, as read back from the kernel (`tessera mds --loop-cpus auto`).
     let allowed = CpuSet::of_thread(0).unwrap().cpus();
