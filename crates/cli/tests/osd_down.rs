@@ -177,8 +177,10 @@ fn new_files_avoid_a_down_osd_and_use_it_again_once_it_answers() {
 /// Goal: a `put` whose OSD goes away in the middle of the copy fails with a message naming the
 /// OSD and exits 1, leaving the destination as it was. Before, the write to the closed socket
 /// raised SIGPIPE, which (restored so that `tessera cat f | head` ends quietly) killed the
-/// process with no message at all. `cat | head` still ends quietly. Method: `tessera put` of
-/// a 256 MiB file; OSD 1 is killed once the put's temporary exists, while the put writes.
+/// process with no message at all. `cat | head` still ends quietly. Method: `tessera put -`
+/// fed through a pipe, so the copy is surely mid-way however fast the machine: 8 MiB go in,
+/// OSD 1 is killed once the put's temporary exists, then more data follows until the put
+/// gives up (a file source once finished its 256 MiB before the kill on a fast machine).
 #[test]
 fn a_put_whose_osd_goes_away_says_so_instead_of_dying_of_sigpipe() {
     let dir = tempfile::Builder::new().prefix("tessera-osd-gone-").tempdir().unwrap();
@@ -186,29 +188,37 @@ fn a_put_whose_osd_goes_away_says_so_instead_of_dying_of_sigpipe() {
     let client = Client::connect(cluster.config()).unwrap();
     client.create("/kept", 0o644, None).unwrap().pwrite(0, b"the old contents").unwrap();
 
-    let source = dir.path().join("source");
-    std::fs::write(&source, vec![0x78u8; 256 << 20]).unwrap();
-    let put = Command::new(tessera_exe())
-        .args(["put", source.to_str().unwrap(), "/kept"])
+    let mut put = Command::new(tessera_exe())
+        .args(["put", "-", "/kept"])
         .env("TESSERA_CLUSTER", cluster.cluster_file())
+        .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    let mut feed = put.stdin.take().unwrap();
+    let chunk = vec![0x78u8; 1 << 20];
+    for _ in 0..8 {
+        std::io::Write::write_all(&mut feed, &chunk).unwrap();
+    }
     let temporary = format!(".kept.put-{}", put.id());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !client.readdir("/").unwrap().iter().any(|e| e.name == temporary) {
         assert!(std::time::Instant::now() < deadline, "put never made its temporary");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    // Killed while the put streams, so its sockets close at once, as when its host fails. Which
-    // error the put meets first (a reset, or a write to the closed socket, the SIGPIPE case)
-    // depends on timing; this test passes either way and catches the second when it happens.
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    // Killed while the put waits for more input, so its sockets close at once, as when its
+    // host fails. Which error the put meets first (a reset, or a write to the closed socket,
+    // the SIGPIPE case) depends on timing; this test passes either way and catches the second
+    // when it happens.
     let osd1 = cluster.records().into_iter().find(|r| r.role == "osd" && r.index == 1).unwrap();
     common::signal(osd1.pid, libc::SIGKILL);
+    // Up to 1 GiB more: the put stops reading once a write fails, and the pipe then breaks.
+    let fed_after = std::thread::spawn(move || (0..1024).take_while(|_| std::io::Write::write_all(&mut feed, &chunk).is_ok()).count());
     let out = put.wait_with_output().unwrap();
+    let fed_after = fed_after.join().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
+    assert!(fed_after < 1024, "the put stopped reading its input once OSD 1 was gone ({fed_after} MiB taken after)");
     assert_eq!(out.status.code(), Some(1), "an error, not a signal: {:?} {err}", out.status);
     assert!(err.contains("(the destination is unchanged)") && err.contains("OSD 1"), "{err}");
     let _ = cluster.stop_osd(1); // already gone; this only forgets it
