@@ -19,6 +19,7 @@ use tessera_client::{ClusterConfig, OsdEntry, StripeHint};
 use tessera_initiator::iscsi::ReconnectingSession;
 use tessera_initiator::osd_client::{OsdClient, OsdError};
 use tessera_mds::cpus::CpuSet;
+use tessera_mds::keep_awake::FlushWait;
 use tessera_mds::loop_cpus::LoopCpus;
 use tessera_mds::security::KeyInstaller;
 use tessera_mds::tcp::LoopConfig;
@@ -90,6 +91,13 @@ pub struct MdsArgs {
     /// list such as `1` or `0-3,8`.
     #[arg(long, default_value = "auto", env = "TESSERA_MDS_LOOP_CPUS")]
     loop_cpus: String,
+    /// How the event loop's CPU waits for a flush of its disk, once the loop is placed (see
+    /// --loop-cpus): `spin` (a lowest-priority thread on that CPU spins while the flush is in
+    /// flight, so the disk's completion finds the CPU awake; it yields to anything else at once
+    /// and parks when no flush is waited for) or `sleep` (the CPU may halt; on a virtual
+    /// machine each completion then waits for the host to bring it back).
+    #[arg(long, default_value = "spin", value_parser = FlushWait::parse, env = "TESSERA_MDS_FLUSH_WAIT")]
+    flush_wait: FlushWait,
     /// Also serve as this host's user agent on this unix socket: proves to the metadata
     /// servers the user of any local process that asks (needs `user_key_file` in the cluster
     /// file; `tessera up` gives it to metadata server 0). See `tessera agent --help`.
@@ -163,8 +171,12 @@ pub fn run(args: MdsArgs) -> Result<()> {
     let db = db_path(&args.data, args.index);
     let mds = Arc::new(Mds::open(&db, config, Arc::new(OsdObjects::new(nodes).with_probes(probes))).with_context(|| format!("opening {}", db.display()))?);
     let allowed = CpuSet::of_thread(0).context("reading this process's CPUs")?.cpus();
-    let placed = loop_cpus.describe(&allowed);
-    tessera_mds::tcp::spawn_with(listener, mds.clone(), LoopConfig { busy_poll: args.busy_poll, cpus: loop_cpus }).context("starting the listener")?;
+    let mut placed = loop_cpus.describe(&allowed);
+    if loop_cpus.choose(&allowed).is_some() && args.flush_wait == FlushWait::Spin {
+        placed.push_str(", kept awake through flushes");
+    }
+    let loop_config = LoopConfig { busy_poll: args.busy_poll, cpus: loop_cpus, flush_wait: args.flush_wait };
+    tessera_mds::tcp::spawn_with(listener, mds.clone(), loop_config).context("starting the listener")?;
     if let Some((socket, key)) = agent {
         tessera_mds::user_agent::spawn(socket, key).context("starting the user agent")?;
     }

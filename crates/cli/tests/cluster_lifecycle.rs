@@ -10,7 +10,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::tessera_exe;
-use tessera_cli::bench::pinning::cpus_of_thread_named;
+use tessera_cli::bench::pinning::{cpus_of_thread_named, thread_named};
 use tessera_cli::cluster::read_records;
 use tessera_mds::cpus::CpuSet;
 use tessera_mds::disk_interrupts::DiskInterrupts;
@@ -147,6 +147,24 @@ fn the_metadata_servers_loop_runs_where_its_disk_interrupts() {
     let expected = near.choose(&allowed).unwrap_or_else(|| allowed.clone());
     let loop_cpus = cpus_of_thread_named(c.pid_of("mds0"), "mds-loop").unwrap().expect("the mds-loop thread");
     assert_eq!(loop_cpus, expected, "{near:?}");
+    // Placed, the loop's CPU is kept from halting through flushes by a lowest-priority thread
+    // beside it (`tessera mds --flush-wait spin`); left free, there is no one CPU to keep.
+    // Started by the loop's first turn, which may still be ahead when `up` returns.
+    let started = Instant::now() + Duration::from_secs(5);
+    let mut companion = thread_named(c.pid_of("mds0"), "mds-keep-awake").unwrap();
+    while companion.is_none() && near.choose(&allowed).is_some() && Instant::now() < started {
+        std::thread::sleep(Duration::from_millis(20));
+        companion = thread_named(c.pid_of("mds0"), "mds-keep-awake").unwrap();
+    }
+    match near.choose(&allowed) {
+        Some(cpus) => {
+            let tid = companion.expect("a keep-awake thread beside the placed loop");
+            assert_eq!(CpuSet::of_thread(tid).unwrap().cpus(), cpus);
+            assert_eq!(unsafe { libc::sched_getscheduler(tid as libc::pid_t) }, libc::SCHED_IDLE);
+            assert!(log.contains("kept awake through flushes"), "{log}");
+        }
+        None => assert!(companion.is_none() && !log.contains("kept awake"), "{log}"),
+    }
 
     let data = c.path().join("another-mds");
     let cluster = c.path().join("cluster.toml");

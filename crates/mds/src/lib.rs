@@ -26,7 +26,7 @@
 //!   [`poller`]: its epoll set, polled before sleeping for as long as [`poll_window`] finds
 //!   it pays; [`workers`]: threads for the requests that may block;
 //!   [`loop_cpus`]: the loop kept on the CPUs its disk interrupts ([`disk_interrupts`]), as
-//!   [`cpus`] sets.
+//!   [`cpus`] sets, and kept from halting there through flushes ([`keep_awake`]).
 //!
 //! `docs/metadata.md` gives the schema, the split across servers and every decision.
 
@@ -40,6 +40,7 @@ pub mod disk_interrupts;
 pub mod fence;
 pub mod health;
 pub mod journal;
+pub mod keep_awake;
 pub mod loop_cpus;
 pub mod namespace;
 pub mod objects;

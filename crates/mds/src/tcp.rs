@@ -14,7 +14,8 @@
 //!   socket has not taken, so replies leave in request order, and a client that stops reading
 //!   holds only its own connection (cut off after `REPLY_WRITE_TIMEOUT`, `conn.rs`).
 //! - The loop runs on the CPUs [`LoopConfig::cpus`] names; `tessera mds` by default names
-//!   those that take its disk's interrupts, which end every flush (`loop_cpus.rs`).
+//!   those that take its disk's interrupts, which end every flush (`loop_cpus.rs`). There a
+//!   companion thread keeps the CPU from halting while a flush is in flight (`keep_awake.rs`).
 //! - A frame whose header is bad ends the connection (the stream can no longer be trusted to
 //!   be in step); a body that does not decode gets an error reply with its request id when the
 //!   id is readable.
@@ -34,6 +35,7 @@ use tessera_mds_proto::{encode_frame, DecodeError, Frame, FsError, Message, Repl
 
 use crate::commit::Pending;
 use crate::conn::{Conn, Input};
+use crate::keep_awake::{FlushWait, KeepAwake};
 use crate::loop_cpus::{LoopCpus, Placement};
 use crate::proven::{self, Admission};
 use crate::server::{Answer, Mds};
@@ -61,12 +63,14 @@ pub struct LoopConfig {
     /// apart (`poll_window.rs`). Zero: sleeps at once.
     pub busy_poll: Duration,
     pub cpus: LoopCpus,
+    /// How the loop's CPU waits for a flush once the loop is placed (`keep_awake.rs`).
+    pub flush_wait: FlushWait,
 }
 
 impl Default for LoopConfig {
     /// Polls [`BUSY_POLL`], on any CPU.
     fn default() -> LoopConfig {
-        LoopConfig { busy_poll: BUSY_POLL, cpus: LoopCpus::Any }
+        LoopConfig { busy_poll: BUSY_POLL, cpus: LoopCpus::Any, flush_wait: FlushWait::Spin }
     }
 }
 
@@ -97,6 +101,7 @@ pub fn spawn_with(listener: TcpListener, mds: Arc<Mds>, config: LoopConfig) -> i
         rounds: 0,
         creators: HashMap::new(),
         poll_window: PollWindow::new(config.busy_poll),
+        keep_awake: KeepAwake::new(config.flush_wait),
     };
     let cpus = config.cpus;
     let handle = std::thread::Builder::new().name(format!("mds-loop-{addr}")).spawn(move || front.run(Placement::start(cpus)))?;
@@ -149,6 +154,8 @@ struct Front {
     /// How long a wait polls before it sleeps: up to [`LoopConfig::busy_poll`], as long as
     /// polls catch requests.
     poll_window: PollWindow,
+    /// Keeps the loop's CPU from halting while a round's flush is in flight.
+    keep_awake: KeepAwake,
 }
 
 fn encode(request_id: u64, result: Result<Reply, FsError>) -> Vec<u8> {
@@ -161,6 +168,7 @@ impl Front {
         let mut ready = Vec::new();
         loop {
             placement.check(Instant::now());
+            self.keep_awake.follow(placement.placed());
             let timeout = self.next_deadline().map(|d| d.saturating_duration_since(Instant::now()));
             // Not while workers run: they need the CPU the polling would take.
             let polling = self.at_workers == 0;
@@ -413,11 +421,10 @@ impl Front {
         let owed = std::mem::take(&mut self.owed);
         self.first_owed_at = None;
         self.rounds += 1;
-        let mut answered = Vec::with_capacity(owed.len());
-        for o in owed {
-            let durable = self.mds.wait_durable(o.pending);
-            answered.push((o.key, encode(o.request_id, durable.and(o.result))));
-        }
+        let mds = &self.mds;
+        let answered: Vec<(usize, Vec<u8>)> = self.keep_awake.during(owed.len(), || {
+            owed.into_iter().map(|o| (o.key, encode(o.request_id, mds.wait_durable(o.pending).and(o.result)))).collect()
+        });
         let keys: Vec<usize> = answered.iter().map(|(key, _)| *key).collect();
         for (key, reply) in answered {
             if let Some(slot) = self.conns.get_mut(&key) {

@@ -45,7 +45,7 @@ fn the_loop_stops_polling_for_requests_that_come_too_far_apart() {
     let (osds, _devices) = real_osds(tmp.path(), 2);
     let mds = Mds::open(&tmp.path().join("m.db"), config(0, cluster(vec!["unused".into()], 2)), Arc::new(osds)).unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let config = LoopConfig { busy_poll: LONGEST_POLL, cpus: LoopCpus::Any };
+    let config = LoopConfig { busy_poll: LONGEST_POLL, cpus: LoopCpus::Any, ..LoopConfig::default() };
     let (addr, _) = tessera_mds::tcp::spawn_with(listener, Arc::new(mds), config).unwrap();
     // The thread's name as the kernel keeps it: its first 15 bytes.
     let name: String = format!("mds-loop-{addr}").chars().take(15).collect();

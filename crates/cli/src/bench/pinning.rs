@@ -77,12 +77,18 @@ pub fn cpus_of(pid: u32) -> Result<Vec<usize>> {
 /// loop, which may place itself: `tessera mds --loop-cpus`), read back for a report; None when
 /// no thread has that name.
 pub fn cpus_of_thread_named(pid: u32, prefix: &str) -> Result<Option<Vec<usize>>> {
+    thread_named(pid, prefix)?.map(cpus_of).transpose()
+}
+
+/// The id of the thread of process `pid` whose name starts with `prefix`; None when no thread
+/// has that name.
+pub fn thread_named(pid: u32, prefix: &str) -> Result<Option<u32>> {
     for entry in std::fs::read_dir(format!("/proc/{pid}/task")).with_context(|| format!("listing the threads of process {pid}"))? {
         let task = entry?.path();
         let named = std::fs::read_to_string(task.join("comm")).is_ok_and(|n| n.starts_with(prefix));
         let tid = task.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse::<u32>().ok());
         if let (true, Some(tid)) = (named, tid) {
-            return cpus_of(tid).map(Some);
+            return Ok(Some(tid));
         }
     }
     Ok(None)
