@@ -52,8 +52,18 @@ fn an_interrupted_bench_stops_the_daemons_it_started() {
         assert!(bench.try_wait().unwrap().is_none(), "the bench ended before its daemon was seen");
         std::thread::sleep(Duration::from_millis(20));
     };
-    // Let the daemon come up and the bench get going.
-    std::thread::sleep(Duration::from_millis(500));
+    // Interrupted as soon as the bench has connected to its daemon: then it is surely measuring
+    // and far from done (a whole run takes over a second), however fast the machine. A fixed
+    // pause here could outlast a fast machine's whole run.
+    let fds = format!("/proc/{}/fd", bench.id());
+    let connected = || {
+        std::fs::read_dir(&fds).into_iter().flatten().flatten().any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy().starts_with("socket:")))
+    };
+    while !connected() {
+        assert!(Instant::now() < deadline, "the bench did not connect to its daemon within 30 s");
+        assert!(bench.try_wait().unwrap().is_none(), "the bench ended before it was seen connected");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let made: Vec<_> = std::fs::read_dir(scratch.path()).unwrap().flatten().map(|e| e.file_name()).collect();
     assert!(made.iter().any(|n| n.to_string_lossy().starts_with("tessera-bench-")), "the bench keeps its store under TMPDIR: {made:?}");
     // SAFETY: kill(2) on our own child.
