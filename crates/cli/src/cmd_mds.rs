@@ -92,10 +92,11 @@ pub struct MdsArgs {
     #[arg(long, default_value = "auto", env = "TESSERA_MDS_LOOP_CPUS")]
     loop_cpus: String,
     /// How the event loop's CPU waits for a flush of its disk, once the loop is placed (see
-    /// --loop-cpus): `spin` (a lowest-priority thread on that CPU spins while the flush is in
-    /// flight, so the disk's completion finds the CPU awake; it yields to anything else at once
-    /// and parks when no flush is waited for) or `sleep` (the CPU may halt; on a virtual
-    /// machine each completion then waits for the host to bring it back).
+    /// --loop-cpus): `spin` (while a flush that two or more replies wait for is in flight, a
+    /// lowest-priority thread on that CPU spins, for at most 1 ms, so the disk's completion
+    /// finds the CPU awake; it yields to anything else at once and parks otherwise) or `sleep`
+    /// (the CPU may halt; on a virtual machine each completion then waits for the host to
+    /// bring it back).
     #[arg(long, default_value = "spin", value_parser = FlushWait::parse, env = "TESSERA_MDS_FLUSH_WAIT")]
     flush_wait: FlushWait,
     /// Also serve as this host's user agent on this unix socket: proves to the metadata
