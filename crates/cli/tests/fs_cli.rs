@@ -573,6 +573,10 @@ fn refused_commands_change_nothing_and_put_replaces_whole() {
     assert!(err.contains("/wide: stripe count 9 is more than the cluster's 2 OSDs") && !err.contains(".put-"), "{err}");
     assert!(c.fails(&["put", "-S", "0", l, "/wide"]).contains("/wide: stripe size 0 bytes"));
     assert!(c.fails(&["put", l, "/nodir/"]).contains("cannot make file `/nodir/`: not a directory"));
+    for (verb, from) in [("put", l), ("cp", "/f")] {
+        let err = c.fails(&[verb, from, "/nodir/new"]);
+        assert!(err.contains("create /nodir/new: no such file or directory") && !err.contains(&format!(".{verb}-")), "{err}");
+    }
     assert!(c.fails(&["cp", "/f", "/nodir/"]).contains("cannot make file `/nodir/`: not a directory"));
     assert!(c.fails(&["put", l, ""]).contains("an empty path"));
     assert!(c.fails(&["get", "/f", &format!("{}/nodir/", work.path().display())]).contains("not a directory"));

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use tessera_client::{extent_list, Client, FileType, FsError, Mode, StripeHint};
+use tessera_client::{extent_list, Client, ClientError, FileType, FsError, Mode, StripeHint};
 
 use super::interrupt::Interrupt;
 use super::local_out::LocalOut;
@@ -188,7 +188,7 @@ pub(super) fn store(client: &Client, source: Source<'_>, remote: &str, new_mode:
     // at the end, since a copy that outlasts the handle's credentials (10 minutes) would get
     // fresh ones that follow the mode and refuse its writes.
     let writable = mode | 0o200;
-    let file = client.create(&temp, writable, target)?;
+    let file = client.create(&temp, writable, target).map_err(|e| told_by_destination(e, remote))?;
     let (verb, name) = (source.verb, source.name);
     let copied = fill(&file, source, remote, interrupt).and_then(|n| {
         if writable != mode {
@@ -202,6 +202,19 @@ pub(super) fn store(client: &Client, source: Source<'_>, remote: &str, new_mode:
         let _ = client.unlink(&temp);
         e.context(format!("{verb} {name} -> {remote} (the destination is unchanged)"))
     })
+}
+
+/// A refusal to make the temporary, told by the destination the user gave: the temporary is
+/// made in the destination's directory, so a directory that is missing, is not one, or may not
+/// be written to is the destination's trouble, and its hidden name would only puzzle. Other
+/// failures keep the name they happened to.
+fn told_by_destination(e: ClientError, remote: &str) -> anyhow::Error {
+    match e {
+        ClientError::Fs { op, source: source @ (FsError::NotFound | FsError::NotDir | FsError::Access | FsError::Loop), .. } => {
+            anyhow::anyhow!("{op} {remote}: {source}")
+        }
+        other => other.into(),
+    }
 }
 
 /// `.<name>.<verb>-<pid>` beside `remote`.
