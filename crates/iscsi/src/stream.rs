@@ -38,8 +38,8 @@ pub enum ReadError {
     /// The framing can no longer be trusted: the connection must close (RFC 7143 §7.8).
     #[error("header digest mismatch")]
     HeaderDigest,
-    #[error("data segment of {len} bytes exceeds MaxRecvDataSegmentLength {max}")]
-    DataSegmentTooLong { len: u32, max: u32 },
+    #[error("data segment of {len} bytes exceeds MaxRecvDataSegmentLength {max}{}", text_hint(begins))]
+    DataSegmentTooLong { len: u32, max: u32, begins: [u8; 4] },
     /// The data was consumed and the stream is still framed; the PDU must be rejected.
     #[error("data digest mismatch")]
     DataDigest,
@@ -47,6 +47,15 @@ pub enum ReadError {
     /// stream is still framed (a session uses this to notice a silent peer).
     #[error("no PDU arrived within the read timeout")]
     Idle,
+}
+
+/// When a header opens with four printable characters, the peer speaks some text protocol (an
+/// HTTP server or proxy at a mistyped portal) and its "length" is a piece of its text: says so.
+fn text_hint(begins: &[u8; 4]) -> String {
+    if !begins.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+        return String::new();
+    }
+    format!(" (the header begins \"{}\": text, not iSCSI; is this address another service's?)", String::from_utf8_lossy(begins))
 }
 
 impl ReadError {
@@ -124,6 +133,7 @@ impl<R: Read> PduReader<R> {
             return Err(ReadError::DataSegmentTooLong {
                 len: framing.data_segment_len,
                 max: self.max_data_segment_len,
+                begins: [bhs[0], bhs[1], bhs[2], bhs[3]],
             });
         }
         let mut ahs = vec![0u8; framing.total_ahs_len];
@@ -358,6 +368,19 @@ mod tests {
         assert_eq!(inc.pdu.as_ref().unwrap(), &pdu);
         assert_eq!(r.read_data_vec(inc.data_segment_len()).unwrap(), b"hello");
         assert!(matches!(r.read_header(), Err(ReadError::Closed)));
+    }
+
+    #[test]
+    fn a_text_answer_is_told_apart_from_a_long_segment() {
+        let http = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        let err = PduReader::new(&http[..], 1 << 20).read_header().unwrap_err();
+        assert!(err.is_fatal());
+        let said = err.to_string();
+        assert!(said.contains("the header begins \"HTTP\": text, not iSCSI"), "{said}");
+        let mut long = encode_pdu(&Pdu::NopOut(NopOut::default()), &[0u8; 2048], Digests::default());
+        long.truncate(48);
+        let said = PduReader::new(&long[..], 1024).read_header().unwrap_err().to_string();
+        assert!(said.starts_with("data segment of 2048 bytes exceeds") && !said.contains("text"), "{said}");
     }
 
     #[test]

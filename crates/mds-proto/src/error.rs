@@ -116,7 +116,7 @@ impl FsError {
 /// Why bytes are not a valid frame or message. `at` is the byte offset in the frame body.
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
 pub enum DecodeError {
-    #[error("frame length {len} outside {min}..={max}")]
+    #[error("frame length {len} outside {min}..={max}{}", text_hint(*len))]
     FrameLength { len: u64, min: usize, max: usize },
     #[error("message ends early at byte {at}")]
     Truncated { at: usize },
@@ -131,6 +131,18 @@ pub enum DecodeError {
     /// A frame on a sealed connection (`seal.rs`) that does not open under its session key.
     #[error("a sealed frame failed its integrity check: altered, replayed, out of order, or not sealed under this connection's key")]
     Unsealed,
+}
+
+/// When a frame's length field is four printable characters, the peer is speaking some text
+/// protocol (an HTTP server or proxy at a mistyped address, a person typing at the port): says
+/// so, since the number alone reads as a Tessera bug.
+fn text_hint(len: u64) -> String {
+    let Ok(word) = u32::try_from(len) else { return String::new() };
+    let bytes = word.to_be_bytes();
+    if !bytes.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+        return String::new();
+    }
+    format!(" (it begins \"{}\": text, not a Tessera frame; is this address another service's?)", String::from_utf8_lossy(&bytes))
 }
 
 impl DecodeError {
@@ -154,5 +166,13 @@ mod tests {
             assert_eq!(FsError::from_errno(e.errno()), Some(e));
         }
         assert_eq!(FsError::from_errno(0), None);
+    }
+
+    #[test]
+    fn a_text_answer_is_told_apart_from_a_bad_length() {
+        let http = crate::frame::frame_body_len(*b"HTTP").unwrap_err().to_string();
+        assert!(http.contains("it begins \"HTTP\": text, not a Tessera frame"), "{http}");
+        let huge = crate::frame::frame_body_len(0x0100_0000u32.to_be_bytes()).unwrap_err().to_string();
+        assert!(huge.starts_with("frame length 16777216 outside") && !huge.contains("text"), "{huge}");
     }
 }
