@@ -580,6 +580,9 @@ fn refused_commands_change_nothing_and_put_replaces_whole() {
     assert!(c.fails(&["cp", "/f", "/nodir/"]).contains("cannot make file `/nodir/`: not a directory"));
     assert!(c.fails(&["put", l, ""]).contains("an empty path"));
     assert!(c.fails(&["get", "/f", &format!("{}/nodir/", work.path().display())]).contains("not a directory"));
+    let missing = work.path().join("nodir/new");
+    let err = c.fails(&["get", "/f", &missing.to_string_lossy()]);
+    assert!(err.contains(&format!("cannot create {}: No such file or directory", missing.display())) && !err.contains(".get-"), "{err}");
     // As coreutils: `.` and `..` of a directory exist, and `rm -f` of nothing succeeds.
     assert!(c.fails(&["mkdir", "/dir/."]).contains("file exists"));
     assert!(c.fails(&["mkdir", "/nowhere/."]).contains("no such file"));

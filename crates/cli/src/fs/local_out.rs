@@ -63,12 +63,13 @@ impl LocalOut {
             Err(e) => return Err(e).with_context(|| format!("looking at {shown}")),
         };
         let temp = temporary_beside(&path)?;
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)
-            .with_context(|| format!("creating {} (the temporary for {})", temp.display(), path.display()))?;
+        let file = match OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp) {
+            Ok(file) => file,
+            // What is wrong with the directory is wrong for the destination too: name that, as
+            // cp(1) does, not the hidden temporary the user never asked for.
+            Err(e) if told_by_destination(&e) => bail!("cannot create {shown}: {e}"),
+            Err(e) => return Err(e).with_context(|| format!("creating {} (the temporary for {})", temp.display(), path.display())),
+        };
         Ok(LocalOut { writer: Writer::Sparse(SparseWriter::new(file)), temp: Some(temp), path, mode })
     }
 
@@ -82,6 +83,14 @@ impl LocalOut {
         }
         Ok(())
     }
+}
+
+/// Whether a failure to create a file in a directory says the same of any file created there.
+fn told_by_destination(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory | io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
+    )
 }
 
 /// `.<name>.get-<pid>-<n>` in `path`'s directory.
