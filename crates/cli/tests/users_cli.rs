@@ -198,6 +198,22 @@ fn commands_act_for_the_user_who_runs_them() {
     assert!(err.contains("/tree stays: 2 entries in it could not be removed"), "{err}");
     let left = String::from_utf8_lossy(&c.as_root(&["ls", "-R", "/tree"]).stdout).into_owned();
     assert_eq!(left, "/tree:\nopen\nprivate\n\n/tree/open:\nroots\n\n/tree/open/roots:\nr\n\n/tree/private:\ns\n", "what the user could remove went");
+
+    // A get into a directory the user may not write names the destination, not the hidden
+    // temporary it writes first; over a file the user may write, it says why that is not enough.
+    let shut = c.local("shut");
+    std::fs::create_dir(&shut).unwrap();
+    std::fs::set_permissions(&shut, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let theirs = shut.join("theirs");
+    std::fs::write(&theirs, b"before").unwrap();
+    std::os::unix::fs::chown(&theirs, Some(USER), Some(USER)).unwrap();
+    let fresh = shut.join("fresh");
+    let err = c.user_fails(&["get", "/tree/open/roots/r", path(&fresh)]);
+    assert!(err.contains(&format!("cannot create {}: Permission denied", fresh.display())) && !err.contains(".get-"), "{err}");
+    let err = c.user_fails(&["get", "/tree/open/roots/r", path(&theirs)]);
+    assert!(err.contains(&format!("cannot replace {}: its directory refuses new files", theirs.display())) && !err.contains(".get-"), "{err}");
+    assert_eq!(std::fs::read(&theirs).unwrap(), b"before", "the file is unchanged");
+    assert!(!fresh.exists());
 }
 
 /// Paths under `dir`, relative to it.

@@ -39,7 +39,7 @@ impl LocalOut {
     /// must be writable, as cp(1) requires.
     pub fn create(path: &Path, new_mode: u32) -> Result<LocalOut> {
         let shown = path.display();
-        let (path, mode) = match fs::metadata(path) {
+        let (path, mode, existed) = match fs::metadata(path) {
             Ok(meta) if meta.is_dir() => bail!("{shown} is a directory"),
             Ok(meta) if !meta.is_file() => {
                 let file = OpenOptions::new().write(true).truncate(true).open(path).with_context(|| format!("opening {shown}"))?;
@@ -49,7 +49,7 @@ impl LocalOut {
                 // Opened without truncating, only to be refused where cp(1) would be.
                 OpenOptions::new().write(true).open(path).with_context(|| format!("cannot write {shown}"))?;
                 let real = fs::canonicalize(path).with_context(|| format!("resolving {shown}"))?;
-                (real, meta.permissions().mode() & 0o7777)
+                (real, meta.permissions().mode() & 0o7777, true)
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
@@ -58,7 +58,7 @@ impl LocalOut {
                 if fs::symlink_metadata(path).is_ok() {
                     bail!("not writing through dangling symbolic link {shown}");
                 }
-                (path.to_path_buf(), new_mode)
+                (path.to_path_buf(), new_mode, false)
             }
             Err(e) => return Err(e).with_context(|| format!("looking at {shown}")),
         };
@@ -67,7 +67,11 @@ impl LocalOut {
             Ok(file) => file,
             // What is wrong with the directory is wrong for the destination too: name that, as
             // cp(1) does, not the hidden temporary the user never asked for.
-            Err(e) if told_by_destination(&e) => bail!("cannot create {shown}: {e}"),
+            Err(e) if told_by_destination(&e) && !existed => bail!("cannot create {shown}: {e}"),
+            // cp(1) would write an existing file in place; this needs its directory too.
+            Err(e) if told_by_destination(&e) => {
+                bail!("cannot replace {shown}: its directory refuses new files ({e}); the copy is written beside the file, then renamed over it")
+            }
             Err(e) => return Err(e).with_context(|| format!("creating {} (the temporary for {})", temp.display(), path.display())),
         };
         Ok(LocalOut { writer: Writer::Sparse(SparseWriter::new(file)), temp: Some(temp), path, mode })
