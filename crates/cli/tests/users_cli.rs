@@ -214,6 +214,19 @@ fn commands_act_for_the_user_who_runs_them() {
     assert!(err.contains(&format!("cannot replace {}: its directory refuses new files", theirs.display())) && !err.contains(".get-"), "{err}");
     assert_eq!(std::fs::read(&theirs).unwrap(), b"before", "the file is unchanged");
     assert!(!fresh.exists());
+    // The same for put and cp into the cluster.
+    c.as_root(&["mkdir", "/shut"]);
+    c.as_root(&["put", path(&input), "/shut/theirs"]);
+    c.as_root(&["chown", &USER.to_string(), "/shut/theirs"]);
+    std::fs::write(&fresh, b"new").unwrap();
+    std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o644)).unwrap();
+    for (verb, from) in [("put", path(&fresh)), ("cp", "/tree/open/roots/r")] {
+        let err = c.user_fails(&[verb, from, "/shut/theirs"]);
+        assert!(err.contains(&format!("cannot {verb} over /shut/theirs: its directory refuses new files")) && !err.contains(&format!(".{verb}-")), "{err}");
+        let err = c.user_fails(&[verb, from, "/shut/fresh"]);
+        assert!(err.contains("create /shut/fresh: permission denied"), "{err}");
+    }
+    assert_eq!(c.as_root(&["cat", "/shut/theirs"]).stdout, std::fs::read(&input).unwrap(), "the file is unchanged");
 }
 
 /// Paths under `dir`, relative to it.

@@ -158,7 +158,7 @@ pub(super) fn store(client: &Client, source: Source<'_>, remote: &str, new_mode:
     if remote.is_empty() || remote.ends_with('/') {
         bail!("cannot make file `{remote}`: {}", if remote.is_empty() { "no such file or directory (an empty path)" } else { "not a directory" });
     }
-    let (target, mode) = match client.open(remote) {
+    let (target, mode, existed) = match client.open(remote) {
         Ok(_) if hint.is_some() => bail!("{remote} exists and its layout is fixed; remove it first to restripe"),
         Ok(old) => {
             let attr = client.lookup(remote)?;
@@ -176,9 +176,9 @@ pub(super) fn store(client: &Client, source: Source<'_>, remote: &str, new_mode:
             }
             let s = &old.layout().stripe;
             let same = StripeHint { stripe_unit: s.stripe_unit(), stripe_count: s.stripe_count(), start_osd: None };
-            (Some(same), mode)
+            (Some(same), mode, true)
         }
-        Err(e) if e.fs_error() == Some(FsError::NotFound) => (hint, new_mode),
+        Err(e) if e.fs_error() == Some(FsError::NotFound) => (hint, new_mode, false),
         Err(e) => return Err(e.into()),
     };
     let temp = temporary_name(remote, source.verb);
@@ -188,7 +188,7 @@ pub(super) fn store(client: &Client, source: Source<'_>, remote: &str, new_mode:
     // at the end, since a copy that outlasts the handle's credentials (10 minutes) would get
     // fresh ones that follow the mode and refuse its writes.
     let writable = mode | 0o200;
-    let file = client.create(&temp, writable, target).map_err(|e| told_by_destination(e, remote))?;
+    let file = client.create(&temp, writable, target).map_err(|e| told_by_destination(e, remote, existed.then_some(source.verb)))?;
     let (verb, name) = (source.verb, source.name);
     let copied = fill(&file, source, remote, interrupt).and_then(|n| {
         if writable != mode {
@@ -207,8 +207,12 @@ pub(super) fn store(client: &Client, source: Source<'_>, remote: &str, new_mode:
 /// A refusal to make the temporary, told by the destination the user gave: the temporary is
 /// made in the destination's directory, so a directory that is missing, is not one, or may not
 /// be written to is the destination's trouble, and its hidden name would only puzzle. Other
-/// failures keep the name they happened to.
-fn told_by_destination(e: ClientError, remote: &str) -> anyhow::Error {
+/// failures keep the name they happened to. Over a file that exists (`replacing` names the
+/// command), a refusal says why writing to the file is not enough.
+fn told_by_destination(e: ClientError, remote: &str, replacing: Option<&str>) -> anyhow::Error {
+    if let (Some(verb), ClientError::Fs { source: FsError::Access, .. }) = (replacing, &e) {
+        return anyhow::anyhow!("cannot {verb} over {remote}: its directory refuses new files (permission denied); the copy is written beside the file, then renamed over it");
+    }
     match e {
         ClientError::Fs { op, source: source @ (FsError::NotFound | FsError::NotDir | FsError::Access | FsError::Loop), .. } => {
             anyhow::anyhow!("{op} {remote}: {source}")
