@@ -5,10 +5,13 @@
 //! daemons call [`stop_all_on_signals`]; SIGINT, SIGTERM or SIGHUP then stops every daemon still
 //! registered (SIGTERM, SIGKILL after a grace period) before this process exits. The scratch
 //! directories they made ([`scratch_dir`]: a bench's temporary OSD stores, which can hold
-//! gigabytes) are removed then too, after the daemons are gone.
+//! gigabytes) are removed then too, after the daemons are gone. A print that fails because
+//! standard output's reader went away (`tessera bench ... | head`) ends the command the same
+//! way ([`exit_after_stopping_all`], from `main.rs`), with SIGPIPE's exit status 141.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -33,6 +36,10 @@ struct Live {
 }
 
 static LIVE: Mutex<Live> = Mutex::new(Live { pids: Vec::new(), scratch: Vec::new(), stopping: false });
+
+/// Set once [`stop_all_on_signals`] runs: this command's daemons and scratch directories must
+/// go with it however it ends. Read from a signal handler, hence an atomic.
+static CLEANS_UP: AtomicBool = AtomicBool::new(false);
 
 /// The CPUs daemons started from now on run on (`bench::pinning`); None: wherever the
 /// scheduler puts them.
@@ -106,8 +113,34 @@ pub fn wait_if_interrupted() {
     }
 }
 
+/// Whether this command stops its daemons and removes its scratch directories on every way
+/// out ([`stop_all_on_signals`] ran). Safe to call from a signal handler.
+pub fn cleans_up() -> bool {
+    CLEANS_UP.load(Ordering::Relaxed)
+}
+
+/// Ends this process with `code` the way an interrupt does: the registered daemons stopped
+/// and the scratch directories removed first, since `process::exit` runs no destructors. If a
+/// signal is already being handled, its thread does that and exits instead.
+pub fn exit_after_stopping_all(code: i32) -> ! {
+    let (pids, scratch) = {
+        let mut live = live();
+        if live.stopping {
+            drop(live);
+            loop {
+                thread::park();
+            }
+        }
+        live.stopping = true;
+        (live.pids.clone(), live.scratch.clone())
+    };
+    stop_and_remove(&pids, &scratch);
+    std::process::exit(code)
+}
+
 /// From now on, an interrupting signal stops the registered daemons, then exits 128 + signal.
 pub fn stop_all_on_signals() -> Result<()> {
+    CLEANS_UP.store(true, Ordering::Relaxed);
     let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing the signal handlers")?;
     thread::Builder::new()
         .name("signals".into())
@@ -115,21 +148,29 @@ pub fn stop_all_on_signals() -> Result<()> {
             if let Some(sig) = signals.forever().next() {
                 let (pids, scratch) = {
                     let mut live = live();
+                    if live.stopping {
+                        // The main thread is already on its way out (exit_after_stopping_all).
+                        return;
+                    }
                     live.stopping = true;
                     (live.pids.clone(), live.scratch.clone())
                 };
                 if !pids.is_empty() {
                     eprintln!("tessera: interrupted; stopping {} daemon(s) this command started", pids.len());
                 }
-                stop(&pids);
-                for dir in scratch {
-                    let _ = std::fs::remove_dir_all(dir);
-                }
+                stop_and_remove(&pids, &scratch);
                 std::process::exit(128 + sig);
             }
         })
         .context("starting the signal thread")?;
     Ok(())
+}
+
+fn stop_and_remove(pids: &[u32], scratch: &[PathBuf]) {
+    stop(pids);
+    for dir in scratch {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 fn stop(pids: &[u32]) {

@@ -191,15 +191,17 @@ fn main() {
 /// ignores SIGPIPE and would panic on the failed print). But a SIGPIPE also comes from a socket
 /// to an OSD or a metadata server that went away mid-write, and that must not end the command
 /// silently: its write fails with EPIPE and the command says which daemon. So the handler ends
-/// the process as SIGPIPE does only when standard output's reader is gone (poll reports an
-/// error on it), and otherwise lets the write fail. Daemons keep ignoring SIGPIPE: a detached
-/// daemon's stdout pipe closes when `tessera up` exits.
+/// the process as SIGPIPE does only when standard output's reader is gone, and otherwise lets
+/// the write fail. A command with daemons and scratch directories to clean up (`bench`, `demo`)
+/// is not ended here, where nothing may be cleaned: its failed print ends it, through
+/// [`exit_cleanly_when_stdout_fails`]. Daemons keep ignoring SIGPIPE: a detached daemon's
+/// stdout pipe closes when `tessera up` exits.
 fn restore_sigpipe() {
     extern "C" fn on_sigpipe(_: libc::c_int) {
-        let mut stdout = libc::pollfd { fd: libc::STDOUT_FILENO, events: 0, revents: 0 };
-        // SAFETY: poll, signal and raise are async-signal-safe; `stdout` lives on this frame.
+        // SAFETY: stdout_reader_gone and cleans_up only poll and load an atomic; signal and
+        // raise are async-signal-safe.
         unsafe {
-            if libc::poll(&mut stdout, 1, 0) == 1 && stdout.revents & libc::POLLERR != 0 {
+            if tessera_cli::std_fds::stdout_reader_gone() && !tessera_cli::children::cleans_up() {
                 libc::signal(libc::SIGPIPE, libc::SIG_DFL);
                 libc::raise(libc::SIGPIPE);
             }
@@ -220,14 +222,23 @@ fn exit_cleanly_when_stdout_fails() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let message = info.payload().downcast_ref::<String>().map(String::as_str).or_else(|| info.payload().downcast_ref::<&str>().copied());
+        // Its daemons and scratch directories go first, if it has any: exit runs no destructors.
+        let exit = |code| -> ! {
+            match tessera_cli::children::cleans_up() {
+                true => tessera_cli::children::exit_after_stopping_all(code),
+                false => std::process::exit(code),
+            }
+        };
         match message.and_then(|m| m.strip_prefix("failed printing to stdout: ")) {
+            // The reader went away (`| head`): end quietly, as SIGPIPE would have.
+            Some(_) if tessera_cli::std_fds::stdout_reader_gone() => exit(128 + libc::SIGPIPE),
             Some(_) if tessera_cli::std_fds::stdout_closed() => {
                 eprintln!("{}standard output is closed; this command prints its result there", tessera_cli::daemon::ERROR_PREFIX);
-                std::process::exit(1);
+                exit(1);
             }
             Some(why) => {
                 eprintln!("{}writing to standard output: {why}", tessera_cli::daemon::ERROR_PREFIX);
-                std::process::exit(1);
+                exit(1);
             }
             None => default(info),
         }

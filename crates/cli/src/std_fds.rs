@@ -41,6 +41,14 @@ pub fn fill_stdout() {
     }
 }
 
+/// Whether standard output is a pipe whose reader has gone (`tessera ... | head` after `head`
+/// exits): poll reports an error on it. Only poll(2), so a signal handler may call it.
+pub fn stdout_reader_gone() -> bool {
+    let mut stdout = libc::pollfd { fd: libc::STDOUT_FILENO, events: 0, revents: 0 };
+    // SAFETY: poll reads and writes only `stdout`, which lives on this frame.
+    unsafe { libc::poll(&mut stdout, 1, 0) == 1 && stdout.revents & libc::POLLERR != 0 }
+}
+
 /// Whether the caller closed standard output.
 pub fn stdout_closed() -> bool {
     STDOUT_CLOSED.load(Ordering::Relaxed)

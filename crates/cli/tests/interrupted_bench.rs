@@ -116,3 +116,33 @@ fn a_killed_demo_leaves_no_daemon_running() {
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert!(left.is_empty(), "the killed demo left {left:?} in its TMPDIR");
 }
+
+/// Goal: a command that owns daemons and a scratch directory, whose output's reader goes away
+/// (`tessera demo | head`), ends as quietly as any Unix tool does there (exit status 141, no
+/// error) and still stops its daemons and removes its scratch directory. SIGPIPE used to end
+/// it where nothing could be cleaned up, and a bench's or demo's store stayed in /tmp.
+/// Method: a real `tessera demo` with a TMPDIR of the test's own, its output read until its
+/// five daemons listen and then closed, while the demo still has lines to print.
+#[test]
+fn a_demo_whose_reader_goes_away_ends_quietly_and_leaves_nothing() {
+    use std::io::{BufRead, BufReader};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut demo = Command::new(tessera_exe()).arg("demo").env("TMPDIR", tmp.path()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(demo.stdout.take().unwrap()).lines();
+    let mut daemons = Vec::new();
+    while daemons.len() < 5 {
+        let line = lines.next().expect("the demo ended before its daemons listened").unwrap();
+        if let Some(rest) = line.split_once(" pid ").map(|(_, r)| r).filter(|_| line.contains("listening on")) {
+            daemons.push(rest.split_whitespace().next().unwrap().parse::<u32>().unwrap());
+        }
+    }
+    drop(lines);
+    let out = demo.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGPIPE), "{:?}: {stderr}", out.status);
+    assert!(!stderr.contains("error"), "{stderr}");
+    let stopped: Vec<u32> = daemons.iter().copied().filter(|&p| alive(p)).collect();
+    assert!(stopped.is_empty(), "daemons {stopped:?} still run after the demo ended");
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "the demo left {left:?} in its TMPDIR");
+}
