@@ -10,7 +10,8 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::io::{BufRead, BufReader, Lines};
+use std::process::{ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{alive, tessera_exe};
@@ -79,20 +80,8 @@ fn an_interrupted_bench_stops_the_daemons_it_started() {
     assert!(left.is_empty(), "the interrupted bench left {left:?} behind");
 }
 
-/// Goal: a command that owns its daemons and is killed outright (SIGKILL: no handler, no
-/// destructor) still does not leave them running; each shuts down cleanly on its own, since
-/// its stdin pipe from the command closes (crates/cli/src/parent_tie.rs). Method: a real
-/// `tessera demo`, killed once it reports its five daemons listening.
-#[test]
-fn a_killed_demo_leaves_no_daemon_running() {
-    use std::io::{BufRead, BufReader};
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("demo");
-    // Its own TMPDIR, to see that a demo given --dir makes no temporary directory to leave behind.
-    let tmp = dir.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    let mut demo = Command::new(tessera_exe()).args(["demo", "--dir"]).arg(&data).env("TMPDIR", &tmp).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-    let mut lines = BufReader::new(demo.stdout.take().unwrap()).lines();
+/// Reads a demo's output until its five daemons report listening; their pids.
+fn five_daemons_listening(lines: &mut Lines<BufReader<ChildStdout>>) -> Vec<u32> {
     let mut daemons = Vec::new();
     while daemons.len() < 5 {
         let line = lines.next().expect("the demo ended before its daemons listened").unwrap();
@@ -100,6 +89,23 @@ fn a_killed_demo_leaves_no_daemon_running() {
             daemons.push(rest.split_whitespace().next().unwrap().parse::<u32>().unwrap());
         }
     }
+    daemons
+}
+
+/// Goal: a command that owns its daemons and is killed outright (SIGKILL: no handler, no
+/// destructor) still does not leave them running; each shuts down cleanly on its own, since
+/// its stdin pipe from the command closes (crates/cli/src/parent_tie.rs). Method: a real
+/// `tessera demo`, killed once it reports its five daemons listening.
+#[test]
+fn a_killed_demo_leaves_no_daemon_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("demo");
+    // Its own TMPDIR, to see that a demo given --dir makes no temporary directory to leave behind.
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mut demo = Command::new(tessera_exe()).args(["demo", "--dir"]).arg(&data).env("TMPDIR", &tmp).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut lines = BufReader::new(demo.stdout.take().unwrap()).lines();
+    let daemons = five_daemons_listening(&mut lines);
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(demo.id() as libc::pid_t, libc::SIGKILL) };
     demo.wait().unwrap();
@@ -125,17 +131,10 @@ fn a_killed_demo_leaves_no_daemon_running() {
 /// five daemons listen and then closed, while the demo still has lines to print.
 #[test]
 fn a_demo_whose_reader_goes_away_ends_quietly_and_leaves_nothing() {
-    use std::io::{BufRead, BufReader};
     let tmp = tempfile::tempdir().unwrap();
     let mut demo = Command::new(tessera_exe()).arg("demo").env("TMPDIR", tmp.path()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut lines = BufReader::new(demo.stdout.take().unwrap()).lines();
-    let mut daemons = Vec::new();
-    while daemons.len() < 5 {
-        let line = lines.next().expect("the demo ended before its daemons listened").unwrap();
-        if let Some(rest) = line.split_once(" pid ").map(|(_, r)| r).filter(|_| line.contains("listening on")) {
-            daemons.push(rest.split_whitespace().next().unwrap().parse::<u32>().unwrap());
-        }
-    }
+    let daemons = five_daemons_listening(&mut lines);
     drop(lines);
     let out = demo.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
