@@ -140,8 +140,8 @@ fn a_demo_whose_reader_goes_away_ends_quietly_and_leaves_nothing() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(128 + libc::SIGPIPE), "{:?}: {stderr}", out.status);
     assert!(!stderr.contains("error"), "{stderr}");
-    let stopped: Vec<u32> = daemons.iter().copied().filter(|&p| alive(p)).collect();
-    assert!(stopped.is_empty(), "daemons {stopped:?} still run after the demo ended");
+    let running: Vec<u32> = daemons.iter().copied().filter(|&p| alive(p)).collect();
+    assert!(running.is_empty(), "daemons {running:?} still run after the demo ended");
     let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert!(left.is_empty(), "the demo left {left:?} in its TMPDIR");
 }
