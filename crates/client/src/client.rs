@@ -24,12 +24,28 @@ use crate::prover::Prover;
 /// Symlinks one walk follows before answering ELOOP (Linux's limit).
 const SYMLINKS_FOLLOWED_MAX: usize = 40;
 
-/// Lookups an open makes of a name whose inode keeps going before its layout is read: a
-/// name replaced this often in a row is being rewritten continually, and ESTALE says so.
-const OPEN_ATTEMPTS: u32 = 5;
+/// Walks a path operation makes when an inode it met goes before its request reaches it (a
+/// directory on the path removed, a file replaced by a rename over its name): a path changed
+/// under each of this many walks in a row is being rewritten continually, and ESTALE says so.
+const PATH_ATTEMPTS: u32 = 8;
 
 /// Entries asked for per READDIR page (the protocol's maximum).
 const READDIR_PAGE: u32 = tessera_mds_proto::limits::READDIR_ENTRIES_MAX;
+
+/// Runs `attempt`, a walk of a path and the requests on what the walk found, again while it
+/// fails with ESTALE. ESTALE says an inode the walk met is gone, so the request was refused
+/// and nothing was done; a new walk answers by what the path names now (ENOENT once it is
+/// gone), as Linux walks again after ESTALE, and as a local file system answers a path
+/// racing a removal.
+fn again_if_stale<T>(mut attempt: impl FnMut() -> Result<T, ClientError>) -> Result<T, ClientError> {
+    let mut walks = 1;
+    loop {
+        match attempt() {
+            Err(e) if e.fs_error() == Some(FsError::Stale) && walks < PATH_ATTEMPTS => walks += 1,
+            other => return other,
+        }
+    }
+}
 
 /// Striping as `getstripe` reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -307,12 +323,12 @@ impl Client {
     /// Attributes of what `path` names, a final symlink followed, as stat(2); a file's size
     /// comes from its objects (EIO when one of its OSDs does not answer).
     pub fn stat(&self, path: &str) -> Result<Attr, ClientError> {
-        self.inner.sized("stat", path, self.inner.resolve_followed("stat", path)?)
+        again_if_stale(|| self.inner.sized("stat", path, self.inner.resolve_followed("stat", path)?))
     }
 
     /// Attributes of `path` itself, a final symlink not followed, as lstat(2).
     pub fn lstat(&self, path: &str) -> Result<Attr, ClientError> {
-        self.inner.sized("lstat", path, self.inner.resolve("lstat", path)?)
+        again_if_stale(|| self.inner.sized("lstat", path, self.inner.resolve("lstat", path)?))
     }
 
     /// Attributes of `path` itself (a final symlink not followed, as lstat) as the namespace
@@ -321,13 +337,13 @@ impl Client {
     /// failing. For callers that need the type, inode or mode only (rm, mv, `ls -l` printing
     /// `?`), so a file on a down OSD can still be listed, removed or replaced.
     pub fn lookup(&self, path: &str) -> Result<Attr, ClientError> {
-        self.inner.resolve("lookup", path)
+        again_if_stale(|| self.inner.resolve("lookup", path))
     }
 
     /// As [`Client::lookup`], a final symlink followed: the type and mode of what `path`
     /// names, for a caller deciding whether to act inside a directory (`put`, `mv`, `ln`).
     pub fn lookup_followed(&self, path: &str) -> Result<Attr, ClientError> {
-        self.inner.resolve_followed("lookup", path)
+        again_if_stale(|| self.inner.resolve_followed("lookup", path))
     }
 
     pub fn mkdir(&self, path: &str, mode: u32) -> Result<Attr, ClientError> {
@@ -350,14 +366,18 @@ impl Client {
             self.inner.resolve_followed("mkdir", path)?;
             return Err(ClientError::Fs { op: "mkdir", path: path.to_string(), source: FsError::Exists });
         }
-        let (dir, name) = self.inner.parent_of("mkdir", path)?;
-        let request = Request::Mkdir { parent: dir.ino, name: name.to_string(), new };
-        self.inner.attr_of(dir.ino, "mkdir", path, request)
+        again_if_stale(|| {
+            let (dir, name) = self.inner.parent_of("mkdir", path)?;
+            let request = Request::Mkdir { parent: dir.ino, name: name.to_string(), new };
+            self.inner.attr_of(dir.ino, "mkdir", path, request)
+        })
     }
 
     pub fn rmdir(&self, path: &str) -> Result<(), ClientError> {
-        let (dir, name) = self.inner.parent_of("rmdir", path)?;
-        self.inner.done(dir.ino, "rmdir", path, Request::Rmdir { parent: dir.ino, name: name.to_string() })
+        again_if_stale(|| {
+            let (dir, name) = self.inner.parent_of("rmdir", path)?;
+            self.inner.done(dir.ino, "rmdir", path, Request::Rmdir { parent: dir.ino, name: name.to_string() })
+        })
     }
 
     /// Creates a regular file (EEXIST if the name is taken) and opens it. `stripe` overrides
@@ -369,13 +389,15 @@ impl Client {
         if let Some(h) = &stripe {
             check_stripe(path, h, self.inner.pool.osd_count())?;
         }
-        let (dir, name) = self.inner.parent_of("create", path)?;
-        self.inner.create_in(dir.ino, name, path, mode, stripe)
+        again_if_stale(|| {
+            let (dir, name) = self.inner.parent_of("create", path)?;
+            self.inner.create_in(dir.ino, name, path, mode, stripe)
+        })
     }
 
     /// Opens a directory for the `*at()` calls of [`Dir`]: one walk now, none per call.
     pub fn open_dir(&self, path: &str) -> Result<Dir, ClientError> {
-        let attr = self.inner.resolve_followed("opendir", path)?;
+        let attr = again_if_stale(|| self.inner.resolve_followed("opendir", path))?;
         if attr.file_type != FileType::Directory {
             return Err(ClientError::Fs { op: "opendir", path: path.to_string(), source: FsError::NotDir });
         }
@@ -387,23 +409,24 @@ impl Client {
     ///
     /// The inode found may be gone by the time its layout is asked for, when another client
     /// renames a new file over the name meanwhile (as `put` replaces a file). The name is then
-    /// looked up again, as Linux retries a lookup that meets ESTALE, so an open of a name
-    /// that always exists never fails for that.
+    /// looked up again ([`again_if_stale`]), so an open of a name that always exists never
+    /// fails for that.
     pub fn open(&self, path: &str) -> Result<File, ClientError> {
-        let mut attempt = 1;
-        loop {
+        let refuse = |source| ClientError::Fs { op: "open", path: path.to_string(), source };
+        again_if_stale(|| {
             let attr = self.inner.resolve_followed("open", path)?;
             match attr.file_type {
                 FileType::Regular => {}
-                FileType::Directory => return Err(ClientError::Fs { op: "open", path: path.to_string(), source: FsError::IsDir }),
-                FileType::Symlink => return Err(ClientError::Fs { op: "open", path: path.to_string(), source: FsError::Loop }),
+                FileType::Directory => return Err(refuse(FsError::IsDir)),
+                FileType::Symlink => return Err(refuse(FsError::Loop)),
             }
             match self.inner.layout(attr.ino, "open", path) {
-                Err(e) if matches!(e.fs_error(), Some(FsError::Stale | FsError::NotFound)) && attempt < OPEN_ATTEMPTS => attempt += 1,
-                Err(e) => return Err(e),
-                Ok((layout, grant)) => return File::new(self.inner.clone(), path, attr.ino, attr.mode, layout, &grant),
+                // The inode the walk found is gone: the name may have another by now.
+                Err(e) if e.fs_error() == Some(FsError::NotFound) => Err(refuse(FsError::Stale)),
+                Err(e) => Err(e),
+                Ok((layout, grant)) => File::new(self.inner.clone(), path, attr.ino, attr.mode, layout, &grant),
             }
-        }
+        })
     }
 
     pub fn unlink(&self, path: &str) -> Result<(), ClientError> {
@@ -412,8 +435,10 @@ impl Client {
             self.inner.resolve("unlink", path)?;
             return Err(ClientError::Fs { op: "unlink", path: path.to_string(), source: FsError::IsDir });
         }
-        let (dir, name) = self.inner.parent_of("unlink", path)?;
-        self.inner.done(dir.ino, "unlink", path, Request::Unlink { parent: dir.ino, name: name.to_string() })
+        again_if_stale(|| {
+            let (dir, name) = self.inner.parent_of("unlink", path)?;
+            self.inner.done(dir.ino, "unlink", path, Request::Unlink { parent: dir.ino, name: name.to_string() })
+        })
     }
 
     /// Renames `from` to `to`, replacing a file at `to`. Between directories homed on different
@@ -423,11 +448,13 @@ impl Client {
             // A trailing `/` on either side is only allowed when a directory is moved.
             return Err(ClientError::Fs { op: "rename", path: from.to_string(), source: FsError::NotDir });
         }
-        let (src, src_name) = self.inner.parent_of("rename", from)?;
-        let (dst, dst_name) = self.inner.parent_of("rename", to)?;
-        let request =
-            Request::Rename { src_parent: src.ino, src_name: src_name.to_string(), dst_parent: dst.ino, dst_name: dst_name.to_string() };
-        self.inner.done(src.ino, "rename", from, request)
+        again_if_stale(|| {
+            let (src, src_name) = self.inner.parent_of("rename", from)?;
+            let (dst, dst_name) = self.inner.parent_of("rename", to)?;
+            let request =
+                Request::Rename { src_parent: src.ino, src_name: src_name.to_string(), dst_parent: dst.ino, dst_name: dst_name.to_string() };
+            self.inner.done(src.ino, "rename", from, request)
+        })
     }
 
     /// Makes `link` a symbolic link holding `target` (not checked to exist).
@@ -439,25 +466,31 @@ impl Client {
             _ if names_dir(link) => return Err(refuse(FsError::NotFound)), // as Linux: a link is not a directory
             _ => {}
         }
-        let (dir, name) = self.inner.parent_of("symlink", link)?;
-        let request =
-            Request::Symlink { parent: dir.ino, name: name.to_string(), target: target.to_string(), new: self.inner.new_inode(0o777) };
-        self.inner.attr_of(dir.ino, "symlink", link, request)
+        again_if_stale(|| {
+            let (dir, name) = self.inner.parent_of("symlink", link)?;
+            let request =
+                Request::Symlink { parent: dir.ino, name: name.to_string(), target: target.to_string(), new: self.inner.new_inode(0o777) };
+            self.inner.attr_of(dir.ino, "symlink", link, request)
+        })
     }
 
     pub fn readlink(&self, path: &str) -> Result<String, ClientError> {
-        let attr = self.inner.resolve("readlink", path)?;
-        match self.inner.call(attr.ino, "readlink", path, Request::ReadLink { ino: attr.ino })? {
-            Reply::Link(target) => Ok(target),
-            other => Err(self.inner.unexpected(attr.ino, "readlink", &other)),
-        }
+        again_if_stale(|| {
+            let attr = self.inner.resolve("readlink", path)?;
+            match self.inner.call(attr.ino, "readlink", path, Request::ReadLink { ino: attr.ino })? {
+                Reply::Link(target) => Ok(target),
+                other => Err(self.inner.unexpected(attr.ino, "readlink", &other)),
+            }
+        })
     }
 
     /// Every entry of a directory in name order, with attributes (pages of up to 1024). A
     /// file one of whose OSDs did not answer is listed with size [`Attr::SIZE_UNKNOWN`].
     pub fn readdir(&self, path: &str) -> Result<Vec<DirEntry>, ClientError> {
-        let dir = self.inner.resolve_followed("readdir", path)?;
-        self.inner.readdir_of(dir.ino, path)
+        again_if_stale(|| {
+            let dir = self.inner.resolve_followed("readdir", path)?;
+            self.inner.readdir_of(dir.ino, path)
+        })
     }
 
     /// Sets the permission bits.
@@ -472,7 +505,11 @@ impl Client {
     /// On a regular file under capability security, EIO can mean that the mode was recorded but
     /// an OSD could not be told to revoke the old capabilities; that case is
     /// [`ClientError::RevocationPending`], which names the file's OSDs.
-    pub fn chmod_with(&self, path: &str, mode: impl FnOnce(&Attr) -> u32) -> Result<Attr, ClientError> {
+    pub fn chmod_with(&self, path: &str, mode: impl Fn(&Attr) -> u32) -> Result<Attr, ClientError> {
+        again_if_stale(|| self.chmod_once(path, &mode))
+    }
+
+    fn chmod_once(&self, path: &str, mode: &impl Fn(&Attr) -> u32) -> Result<Attr, ClientError> {
         let attr = self.inner.resolve_followed("chmod", path)?;
         let wanted = mode(&attr) & 0o7777;
         let changes = SetAttrs { mode: Some(wanted), ..SetAttrs::default() };
@@ -493,9 +530,7 @@ impl Client {
     /// Sets the owner and group (`None` leaves one as it is), as chown(2). The metadata server
     /// trusts the client's word on ids (docs/metadata.md); capabilities follow the mode only.
     pub fn chown(&self, path: &str, uid: Option<u32>, gid: Option<u32>) -> Result<Attr, ClientError> {
-        let attr = self.inner.resolve_followed("chown", path)?;
-        let changes = SetAttrs { uid, gid, ..SetAttrs::default() };
-        self.inner.attr_of(attr.ino, "chown", path, Request::SetAttr { ino: attr.ino, changes })
+        self.set_attrs("chown", path, SetAttrs { uid, gid, ..SetAttrs::default() })
     }
 
     /// Sets the access and modification times (`None` leaves one as it is), as utimes(2).
@@ -503,24 +538,30 @@ impl Client {
         if [atime, mtime].iter().flatten().any(|t| t.nanos >= 1_000_000_000) {
             return Err(ClientError::Fs { op: "utimes", path: path.to_string(), source: FsError::Invalid });
         }
-        let attr = self.inner.resolve_followed("utimes", path)?;
-        let changes = SetAttrs { atime, mtime, ..SetAttrs::default() };
-        self.inner.attr_of(attr.ino, "utimes", path, Request::SetAttr { ino: attr.ino, changes })
+        self.set_attrs("utimes", path, SetAttrs { atime, mtime, ..SetAttrs::default() })
     }
 
     /// Sets the access and modification times to the metadata server's clock, as utimensat(2)
     /// with UTIME_NOW, which `touch` uses: the owner may, and so may anyone with write
     /// permission (setting a time of one's choosing needs ownership).
     pub fn set_times_to_now(&self, path: &str) -> Result<Attr, ClientError> {
-        let attr = self.inner.resolve_followed("utimes", path)?;
-        let changes = SetAttrs { times_to_now: true, ..SetAttrs::default() };
-        self.inner.attr_of(attr.ino, "utimes", path, Request::SetAttr { ino: attr.ino, changes })
+        self.set_attrs("utimes", path, SetAttrs { times_to_now: true, ..SetAttrs::default() })
+    }
+
+    /// One SETATTR on what `path` names, a final symlink followed.
+    fn set_attrs(&self, op: &'static str, path: &str, changes: SetAttrs) -> Result<Attr, ClientError> {
+        again_if_stale(|| {
+            let attr = self.inner.resolve_followed(op, path)?;
+            self.inner.attr_of(attr.ino, op, path, Request::SetAttr { ino: attr.ino, changes })
+        })
     }
 
     /// Sets the size of the file at `path` (shrinking, or growing with a hole).
     pub fn truncate(&self, path: &str, size: u64) -> Result<Attr, ClientError> {
-        let attr = self.inner.resolve_followed("truncate", path)?;
-        self.inner.attr_of(attr.ino, "truncate", path, Request::Truncate { ino: attr.ino, size })
+        again_if_stale(|| {
+            let attr = self.inner.resolve_followed("truncate", path)?;
+            self.inner.attr_of(attr.ino, "truncate", path, Request::Truncate { ino: attr.ino, size })
+        })
     }
 
     /// Refuses, with the reason, a striping no file of this cluster could have (checked before
@@ -536,27 +577,29 @@ impl Client {
         if let Some(h) = &hint {
             check_stripe(path, h, self.inner.pool.osd_count())?;
         }
-        match self.inner.resolve_followed("setstripe", path) {
+        again_if_stale(|| match self.inner.resolve_followed("setstripe", path) {
             Ok(attr) if attr.file_type == FileType::Directory => {
                 self.inner.done(attr.ino, "setstripe", path, Request::SetDirStripe { dir: attr.ino, hint })
             }
             Ok(_) => Err(ClientError::Fs { op: "setstripe", path: path.to_string(), source: FsError::Exists }),
             Err(e) if e.fs_error() == Some(FsError::NotFound) && hint.is_some() => self.create(path, 0o644, hint).map(drop),
             Err(e) => Err(e),
-        }
+        })
     }
 
     /// `lfs getstripe`: a directory's default or a file's layout.
     pub fn getstripe(&self, path: &str) -> Result<Stripe, ClientError> {
-        let attr = self.inner.resolve_followed("getstripe", path)?;
-        match attr.file_type {
-            FileType::Directory => match self.inner.call(attr.ino, "getstripe", path, Request::GetDirStripe { dir: attr.ino })? {
-                Reply::DirStripe(h) => Ok(Stripe::Directory(h)),
-                other => Err(self.inner.unexpected(attr.ino, "getstripe", &other)),
-            },
-            FileType::Regular => Ok(Stripe::File(self.inner.layout(attr.ino, "getstripe", path)?.0)),
-            FileType::Symlink => Err(ClientError::Fs { op: "getstripe", path: path.to_string(), source: FsError::Invalid }),
-        }
+        again_if_stale(|| {
+            let attr = self.inner.resolve_followed("getstripe", path)?;
+            match attr.file_type {
+                FileType::Directory => match self.inner.call(attr.ino, "getstripe", path, Request::GetDirStripe { dir: attr.ino })? {
+                    Reply::DirStripe(h) => Ok(Stripe::Directory(h)),
+                    other => Err(self.inner.unexpected(attr.ino, "getstripe", &other)),
+                },
+                FileType::Regular => Ok(Stripe::File(self.inner.layout(attr.ino, "getstripe", path)?.0)),
+                FileType::Symlink => Err(ClientError::Fs { op: "getstripe", path: path.to_string(), source: FsError::Invalid }),
+            }
+        })
     }
 
     /// Inode counts summed over every metadata server.

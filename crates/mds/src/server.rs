@@ -832,18 +832,29 @@ impl Mds {
         if bits & access::WRITE == 0 {
             return Err(FsError::Access);
         }
-        self.data_of(&layout)?;
-        let (row, owed) = self.ns.write(|s| {
-            let owed = s.journal_truncate(ino, size)?;
-            let row = s.touch_file(ino, now())?;
-            // A truncate is a write: by anyone but the superuser it takes the privilege bits.
-            match caller.write_drops_privileges(row.mode) {
-                true => Ok((s.setattr(caller, ino, &SetAttrs { drop_privileges: true, ..SetAttrs::default() }, row.ctime)?, owed)),
-                false => Ok((row, owed)),
-            }
-        })?;
-        truncation::set_lengths(&self.ns, self.objects.as_ref(), &owed)?;
-        Ok(row.attr(size))
+        let truncated = self.data_of(&layout).and_then(|_| {
+            let (row, owed) = self.ns.write(|s| {
+                let owed = s.journal_truncate(ino, size)?;
+                let row = s.touch_file(ino, now())?;
+                // A truncate is a write: by anyone but the superuser it takes the privilege bits.
+                match caller.write_drops_privileges(row.mode) {
+                    true => Ok((s.setattr(caller, ino, &SetAttrs { drop_privileges: true, ..SetAttrs::default() }, row.ctime)?, owed)),
+                    false => Ok((row, owed)),
+                }
+            })?;
+            truncation::set_lengths(&self.ns, self.objects.as_ref(), &owed)?;
+            Ok(row.attr(size))
+        });
+        truncated.map_err(|e| self.unless_gone(ino, e))
+    }
+
+    /// `e`, an OSD's failure on `ino`'s objects, or ESTALE when `ino` itself is gone: an unlink
+    /// meanwhile removed its objects with it, so the file is gone, not broken.
+    fn unless_gone(&self, ino: InodeId, e: FsError) -> FsError {
+        match self.ns.read(|s| s.inode(ino)) {
+            Err(FsError::Stale | FsError::NotFound) if e == FsError::Io => FsError::Stale,
+            _ => e,
+        }
     }
 }
 

@@ -52,6 +52,17 @@ pub fn fs_error_of(e: &anyhow::Error) -> Option<tessera_client::FsError> {
     })
 }
 
+/// A directory handle's ESTALE as a command that works by paths says it: the directory it
+/// opened by path, or found in a listing, was removed meanwhile, which by path is ENOENT, as
+/// ls(1), du(1) and rm(1) report a directory that vanishes under them.
+pub fn vanished(e: tessera_client::ClientError) -> tessera_client::ClientError {
+    use tessera_client::{ClientError, FsError};
+    match e {
+        ClientError::Fs { op, path, source: FsError::Stale } => ClientError::Fs { op, path, source: FsError::NotFound },
+        other => other,
+    }
+}
+
 /// A cluster file's path as given, empty included: an empty `TESSERA_CLUSTER` (as `export
 /// TESSERA_CLUSTER=` leaves it) means none was given, not a missing value.
 pub fn cluster_path(text: &str) -> Result<PathBuf, std::convert::Infallible> {
@@ -93,4 +104,19 @@ pub fn each_path(command: &str, paths: &[String], mut op: impl FnMut(&str) -> Re
         anyhow::bail!("{command}: {failed} of {} paths failed", paths.len());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use tessera_client::{ClientError, FsError};
+
+    use super::vanished;
+
+    #[test]
+    fn a_vanished_directory_reads_as_missing_and_other_errors_pass_unchanged() {
+        let stale = ClientError::Fs { op: "readdir", path: "/a/b".into(), source: FsError::Stale };
+        assert_eq!(vanished(stale).to_string(), "readdir /a/b: no such file or directory");
+        let denied = ClientError::Fs { op: "readdir", path: "/a/b".into(), source: FsError::Access };
+        assert_eq!(vanished(denied).fs_error(), Some(FsError::Access));
+    }
 }

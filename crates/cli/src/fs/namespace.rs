@@ -205,7 +205,7 @@ pub fn ls(args: LsArgs) -> Result<()> {
             Some(h) => Ok(h),
             None => client.open_dir(&dir),
         };
-        match handle.and_then(|h| Ok((listing(&client, &dir, &h, &args)?, h))) {
+        match handle.and_then(|h| Ok((listing(&client, &dir, &h, &args)?, h))).map_err(super::vanished) {
             Ok((entries, handle)) => {
                 if headed {
                     let gap = if listed > 0 || had_files { "\n" } else { "" };
@@ -383,7 +383,7 @@ pub fn remove(client: &Client, path: &str, recursive: bool, workers: usize) -> R
 /// the metadata server commits their unlinks together. Returns how many entries stayed
 /// because the user may not remove them.
 fn empty(dir: &Dir, workers: usize) -> Result<u64> {
-    let (dirs, others): (Vec<_>, Vec<_>) = dir.readdir()?.into_iter().partition(|e| e.attr.file_type == FileType::Directory);
+    let (dirs, others): (Vec<_>, Vec<_>) = dir.readdir().map_err(super::vanished)?.into_iter().partition(|e| e.attr.file_type == FileType::Directory);
     // An entry another client removed or renamed meanwhile is gone already: the walk goes on
     // (as rm(1) does), and only the directory's own rmdir says whether the tree is gone. An
     // entry the user may not remove is named and kept, and so is every directory above it.

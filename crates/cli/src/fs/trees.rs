@@ -253,7 +253,7 @@ fn walk_remote_in<R: Clone>(
     plan: &mut Plan<String, R>,
 ) -> Result<()> {
     Interrupt::catch()?.check()?;
-    let entries = dir.readdir()?;
+    let entries = dir.readdir().map_err(super::vanished)?;
     plan.dirs.push((remote.clone(), dest.clone(), mode & 0o7777));
     for entry in entries {
         let from = format!("{}/{}", remote.trim_end_matches('/'), entry.name);

@@ -47,7 +47,7 @@ pub fn du(args: DuArgs) -> Result<()> {
         let mut missed = Missed::default();
         let total = if attr.file_type == FileType::Directory {
             let handle = client.open_dir(path)?;
-            tree(path, &handle, handle.readdir()?, &args, &mut missed)
+            tree(path, &handle, handle.readdir().map_err(super::vanished)?, &args, &mut missed)
         } else {
             if attr.size_known() {
                 attr.size
@@ -79,7 +79,7 @@ fn tree(dir: &str, handle: &Dir, entries: Vec<DirEntry>, args: &DuArgs, missed: 
     for entry in entries {
         let path = format!("{}/{}", dir.trim_end_matches('/'), entry.name);
         let size = match entry.attr.file_type {
-            FileType::Directory => match handle.entered(&entry.name, &entry.attr).and_then(|h| Ok((h.readdir()?, h))) {
+            FileType::Directory => match handle.entered(&entry.name, &entry.attr).and_then(|h| Ok((h.readdir().map_err(super::vanished)?, h))) {
                 Ok((below, h)) => tree(&path, &h, below, args, missed),
                 Err(e) => {
                     eprintln!("tessera: du: cannot read directory {path}: {e}");
