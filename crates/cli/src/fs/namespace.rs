@@ -228,7 +228,14 @@ pub fn ls(args: LsArgs) -> Result<()> {
         }
     }
     if failed > 0 {
-        let message = format!("{failed} of {} paths could not be listed", args.paths.len());
+        let given = args.paths.len();
+        let message = match failed - unreadable_operands {
+            0 => format!("{failed} of {given} paths could not be listed"),
+            below => {
+                let directories = if failed == 1 { "directory" } else { "directories" };
+                format!("{failed} {directories} could not be listed ({unreadable_operands} of the {given} paths given, {below} found below them)")
+            }
+        };
         bail!(ExitStatus { status: if unreadable_operands > 0 { 2 } else { 1 }, message });
     }
     if unknown.get() > 0 {
