@@ -387,7 +387,7 @@ fn probe_mds(config: &ClusterConfig, index: u32, addr: &str) -> Result<String> {
     // can say so and go on to the next daemon.
     let mut conn = tessera_client::prover::open_mds(config, index, Some(PROBE_TIMEOUT))?;
     let counts = match conn.call(&Request::StatFs)? {
-        Ok(tessera_mds_proto::Reply::StatFs(s)) => format!("{} files, {} directories", s.files, s.directories),
+        Ok(tessera_mds_proto::Reply::StatFs(s)) => format!("{}, {}", crate::units::count(s.files, "file", "files"), crate::units::count(s.directories, "directory", "directories")),
         Ok(other) => bail!("unexpected answer {other:?}"),
         Err(e) => bail!("refused STATFS: {e}"),
     };

@@ -66,6 +66,12 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     n.checked_mul(us).map(std::time::Duration::from_micros).ok_or_else(|| format!("`{text}` is too long"))
 }
 
+/// `n` things, singular for one: `count(1, "file", "files")` is `1 file`.
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// `1536` -> `1.5 KiB`; exact byte counts below 1 KiB.
 pub fn format_size(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -167,6 +173,13 @@ impl fmt::Display for Rate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_say_one_thing_in_the_singular() {
+        assert_eq!(count(0u64, "directory", "directories"), "0 directories");
+        assert_eq!(count(1u64, "directory", "directories"), "1 directory");
+        assert_eq!(count(2u32, "file", "files"), "2 files");
+    }
 
     #[test]
     fn stripe_counts_take_lustres_minus_one_for_every_osd() {

@@ -291,7 +291,7 @@ fn namespace_commands_and_their_errors() {
     assert_eq!(stdout(&c.ok(&["ls", "/"])), "", "/r/s/t, /r/s and /r are gone");
     // The OSDs hold no data objects once every file is removed.
     let df = stdout(&c.ok(&["df"]));
-    assert!(df.contains("namespace: 0 files, 1 directories, 0 symlinks"), "{df}");
+    assert!(df.contains("namespace: 0 files, 1 directory, 0 symlinks"), "{df}");
     // Both OSDs live on the test's one file system: each is formatted to its size, and the
     // total counts that file system once, with no more free space than it has.
     let row = |name: &str| -> Vec<String> {
@@ -866,7 +866,7 @@ fn trees_go_in_and_come_back_whole() {
     let fifo = tree.join("pipe");
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let err = c.fails(&["put", "-r", t, "/in"]);
-    assert!(err.contains("skipping") && err.contains("pipe") && err.contains("1 special files skipped"), "{err}");
+    assert!(err.contains("skipping") && err.contains("pipe") && err.contains("1 special file skipped"), "{err}");
     assert_eq!(c.ok(&["cat", "/in/tree/a/data"]).stdout, b"changed");
     assert_eq!(stdout(&c.ok(&["ls", "/in/tree"])), "a\nempty\nlink\nmany\nsparse\n");
     assert_eq!(stdout(&c.ok(&["ls", "-A", "/in/tree/a"])), "b\ndata\n", "no temporary left");

@@ -68,7 +68,8 @@ fn with_a_metadata_server_down_listings_still_name_its_entries() {
         assert!(line.starts_with("drwxr-xr-x"), "{line}");
     }
     let err = text(&out.stderr);
-    assert!(err.contains(&format!("the attributes of {} entries could not be read: a metadata server did not answer", on1.len())), "{err}");
+    let entries = if on1.len() == 1 { "entry" } else { "entries" };
+    assert!(err.contains(&format!("the attributes of {} {entries} could not be read: a metadata server did not answer", on1.len())), "{err}");
 
     // du counts what it can reach, as du(1) passes over a directory it cannot read.
     let out = run(&["du", "-s", "/"], Some(&file));
@@ -76,7 +77,8 @@ fn with_a_metadata_server_down_listings_still_name_its_entries() {
     assert_eq!(text(&out.stdout), format!("{}\t/\n", 4 * on0.len()), "server 0's files, 4 bytes each");
     let err = text(&out.stderr);
     assert!(err.contains(&format!("cannot read directory {}", on1[0])), "{err}");
-    assert!(err.contains(&format!("{} directories under / could not be read", on1.len())), "{err}");
+    let directories = if on1.len() == 1 { "directory" } else { "directories" };
+    assert!(err.contains(&format!("{} {directories} under / could not be read", on1.len())), "{err}");
 
     // New directories under a live parent go on the live server, whatever placement chose.
     for i in 0..8 {

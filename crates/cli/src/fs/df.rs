@@ -11,7 +11,7 @@ use clap::Args;
 use tessera_mds_proto::OsdUsage;
 
 use super::ClusterArg;
-use crate::units::format_size;
+use crate::units::{count, format_size};
 
 /// `-h` is df(1)'s human sizes, so help is `--help` alone.
 #[derive(Args)]
@@ -55,7 +55,13 @@ pub fn df(args: DfArgs) -> Result<()> {
         println!("full (under {}% free): {}; new files go to the other OSDs while they have room", tessera_mds_proto::usage::FULL_BELOW_PERCENT, full.join(", "));
     }
     let fs = client.statfs()?;
-    println!("namespace: {} files, {} directories, {} symlinks, {} objects awaiting removal", fs.files, fs.directories, fs.symlinks, fs.pending_removals);
+    println!(
+        "namespace: {}, {}, {}, {} awaiting removal",
+        count(fs.files, "file", "files"),
+        count(fs.directories, "directory", "directories"),
+        count(fs.symlinks, "symlink", "symlinks"),
+        count(fs.pending_removals, "object", "objects")
+    );
     let down = usage.iter().filter(|u| !u.reachable()).count();
     if down > 0 {
         anyhow::bail!("{down} of {} OSDs did not answer; the total counts the others", usage.len());

@@ -10,7 +10,7 @@ use tessera_client::{Attr, Client, Dir, FileType, FsError, InodeId};
 use super::mode::{process_umask, ModeSpec};
 use super::{each_path, ClusterArg};
 use crate::report::ExitStatus;
-use crate::units::human_size;
+use crate::units::{count, human_size};
 
 /// `-h` is ls(1)'s human sizes, so help is `--help` alone.
 #[derive(Args)]
@@ -231,15 +231,15 @@ pub fn ls(args: LsArgs) -> Result<()> {
         let given = args.paths.len();
         let message = match failed - unreadable_operands {
             0 => format!("{failed} of {given} paths could not be listed"),
-            below => {
-                let directories = if failed == 1 { "directory" } else { "directories" };
-                format!("{failed} {directories} could not be listed ({unreadable_operands} of the {given} paths given, {below} found below them)")
-            }
+            below => format!(
+                "{} could not be listed ({unreadable_operands} of the {given} paths given, {below} found below them)",
+                count(failed as u64, "directory", "directories")
+            ),
         };
         bail!(ExitStatus { status: if unreadable_operands > 0 { 2 } else { 1 }, message });
     }
     if unknown.get() > 0 {
-        bail!("the attributes of {} entries could not be read: {}", unknown.get(), FsError::PeerDown);
+        bail!("the attributes of {} could not be read: {}", count(unknown.get() as u64, "entry", "entries"), FsError::PeerDown);
     }
     Ok(())
 }
@@ -375,7 +375,7 @@ pub fn remove(client: &Client, path: &str, recursive: bool, workers: usize) -> R
     }
     let kept = empty(&client.open_dir(path)?, workers)?;
     if kept > 0 {
-        bail!("{path} stays: {kept} entries in it could not be removed (each named above)");
+        bail!("{path} stays: {} in it could not be removed (each named above)", count(kept, "entry", "entries"));
     }
     // The root itself stays (--no-preserve-root empties it).
     if attr.ino != InodeId::ROOT {

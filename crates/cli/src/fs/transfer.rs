@@ -17,7 +17,7 @@ use super::local_out::LocalOut;
 use super::mode::process_umask;
 use super::replaced::{read_latest, Counted};
 use super::ClusterArg;
-use crate::units::parse_size;
+use crate::units::{count, parse_size};
 
 /// Bytes moved per client call: many stripes at once so every OSD has work in flight.
 const CHUNK_MIN: u64 = 64 << 20;
@@ -384,13 +384,16 @@ pub fn cat(args: CatArgs) -> Result<()> {
 /// Reports a tree copy: what was copied, and how it ended.
 fn tree_summary(verb: &str, from: &str, to: &str, done: &super::trees::Copied, result: Result<()>) -> Result<()> {
     let (files, bytes) = (done.files.load(std::sync::atomic::Ordering::Relaxed), done.bytes.load(std::sync::atomic::Ordering::Relaxed));
-    let counts = format!("{files} files ({bytes} bytes), {} directories, {} links", done.directories, done.links);
+    let counts = format!("{} ({bytes} bytes), {}, {}", count(files, "file", "files"), count(done.directories, "directory", "directories"), count(done.links, "link", "links"));
     match result {
         Err(e) => Err(e.context(format!("{verb} -r {from} -> {to} stopped after {counts}"))),
-        Ok(()) if done.skipped > 0 => bail!("{verb} -r {from} -> {to}: {counts}; {} special files skipped", done.skipped),
+        Ok(()) if done.skipped > 0 => bail!("{verb} -r {from} -> {to}: {counts}; {} skipped", count(done.skipped, "special file", "special files")),
         Ok(()) if done.unreadable.load(std::sync::atomic::Ordering::Relaxed) > 0 => bail!(
-            "{verb} -r {from} -> {to}: {counts}; {} entries you may not read were left out (each named above)",
-            done.unreadable.load(std::sync::atomic::Ordering::Relaxed)
+            "{verb} -r {from} -> {to}: {counts}; {} left out (each named above)",
+            match done.unreadable.load(std::sync::atomic::Ordering::Relaxed) {
+                1 => "1 entry you may not read was".to_string(),
+                n => format!("{n} entries you may not read were"),
+            }
         ),
         Ok(()) => {
             eprintln!("{verb} -r {from} -> {to}: {counts}");

@@ -8,7 +8,7 @@ use clap::Args;
 use tessera_client::{Dir, DirEntry, FileType};
 
 use super::{each_path, ClusterArg};
-use crate::units::human_size;
+use crate::units::{count, human_size};
 
 /// `-h` is du(1)'s human sizes, so help is `--help` alone.
 #[derive(Args)]
@@ -60,10 +60,11 @@ pub fn du(args: DuArgs) -> Result<()> {
             print(&args, total, path);
         }
         if missed.directories > 0 {
-            bail!("{} directories under {path} could not be read; the totals leave them out", missed.directories);
+            bail!("{} under {path} could not be read; the totals leave them out", count(missed.directories, "directory", "directories"));
         }
         if missed.sizes > 0 {
-            bail!("{} files under {path} have no known size (an OSD holding them did not answer); the totals leave them out", missed.sizes);
+            let (files, have, them) = if missed.sizes == 1 { ("file", "has", "it") } else { ("files", "have", "them") };
+            bail!("{} {files} under {path} {have} no known size (an OSD holding {them} did not answer); the totals leave them out", missed.sizes);
         }
         Ok(())
     })
