@@ -4,6 +4,25 @@
 use std::fmt;
 use std::str::FromStr;
 
+/// Parses a count that must be at least 1 (a bench sweep of no files or rounds measures
+/// nothing).
+pub fn parse_positive(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("`{text}`: {e}")),
+    }
+}
+
+/// [`parse_size`], refusing sizes below `MIN` bytes.
+pub fn parse_size_min<const MIN: u64>(text: &str) -> Result<u64, String> {
+    let bytes = parse_size(text)?;
+    if bytes < MIN {
+        return Err(format!("`{text}`: at least {} here", format_size(MIN)));
+    }
+    Ok(bytes)
+}
+
 /// Parses a byte count with an optional suffix, as GNU coreutils (`truncate -s`, `dd`) read
 /// them: K, M, G, T and KiB, MiB, GiB, TiB are powers of 1024; KB, MB, GB, TB powers of 1000.
 /// Case is ignored (`64k` is `64K`).
@@ -173,6 +192,16 @@ impl fmt::Display for Rate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn positive_counts_and_minimum_sizes_refuse_what_is_below() {
+        assert_eq!(parse_positive("3"), Ok(3));
+        assert_eq!(parse_positive("0").unwrap_err(), "must be at least 1");
+        assert!(parse_positive("-1").is_err() && parse_positive("x").is_err());
+        assert_eq!(parse_size_min::<65536>("64K"), Ok(65536));
+        assert_eq!(parse_size_min::<65536>("63K").unwrap_err(), "`63K`: at least 64 KiB here");
+        assert!(parse_size_min::<1>("0").is_err() && parse_size_min::<1>("1").is_ok());
+    }
 
     #[test]
     fn counts_say_one_thing_in_the_singular() {

@@ -150,6 +150,16 @@ fn benches_refuse_bad_arguments_before_starting() {
         (&["meta", "--clients", "0"][..], "--clients needs one or more counts above zero"),
         (&["io", "--osds", "0"][..], "--osds needs counts of at least 1"),
         (&["tree", "--files", "0"][..], "must be above zero"),
+        // Counts and sizes of nothing, which ran and wrote tables of nulls or, for 1-byte
+        // calls, ran for hours.
+        (&["meta", "--files-per-client", "0"][..], "must be at least 1"),
+        (&["meta", "--stripe-files", "0"][..], "must be at least 1"),
+        (&["meta", "--clients", "4,600"][..], "--clients 600: at most 512"),
+        (&["attr", "--iterations", "0"][..], "must be at least 1"),
+        (&["security", "--bytes-per-point", "0"][..], "must be at least 1"),
+        (&["tree", "--workers", "2,0"][..], "must be at least 1"),
+        (&["io", "--bytes-per-point", "0"][..], "at least 1 B here"),
+        (&["io", "--osd-call-bytes", "1"][..], "at least 64 KiB here"),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let out = Command::new(tessera_exe()).arg("bench").args(args).arg("--out").arg(dir.path()).output().unwrap();

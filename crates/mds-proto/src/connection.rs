@@ -64,6 +64,8 @@ pub enum ConnectionError {
 fn refused_hint(e: &io::Error) -> &'static str {
     match e.kind() {
         io::ErrorKind::ConnectionRefused => " (is the metadata server running? `tessera status` shows every daemon)",
+        // A server closes a new connection beyond the most it serves (its log says so).
+        io::ErrorKind::ConnectionReset => " (the metadata server closed the connection: it may have stopped, or be serving all the connections it takes; its log says which)",
         _ => "",
     }
 }

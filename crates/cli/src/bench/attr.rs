@@ -30,7 +30,7 @@ const BENCH_ATTR: AttrId = AttrId::new(0x0001_0000, 1);
 #[derive(Args, Clone)]
 pub struct AttrArgs {
     /// Timed GET ATTRIBUTES round trips (after warm-up).
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = 20_000, value_parser = crate::units::parse_positive)]
     iterations: usize,
 }
 

@@ -52,7 +52,7 @@ const STRIDE: u64 = 8 * KIB as u64;
 #[derive(Args, Clone)]
 pub struct SecurityArgs {
     /// Bytes moved per size, pattern, direction and method (at least 4 transfers each).
-    #[arg(long, default_value_t = 64 * MIB)]
+    #[arg(long, default_value_t = 64 * MIB, value_parser = crate::units::parse_positive)]
     bytes_per_point: usize,
     #[command(flatten)]
     pin: PinArgs,

@@ -32,7 +32,7 @@ pub struct TreeArgs {
     #[arg(long, default_value_t = 2)]
     osds: u32,
     /// Files handled at once, each measured; 1, the baseline, is always added.
-    #[arg(long, value_delimiter = ',', default_values_t = vec![1, 2, 4, 8])]
+    #[arg(long, value_delimiter = ',', default_values_t = vec![1, 2, 4, 8], value_parser = crate::units::parse_positive)]
     workers: Vec<usize>,
     /// Rounds over every worker count, interleaved so machine noise falls on each alike; the
     /// median round is reported.
@@ -47,7 +47,7 @@ pub fn run(args: TreeArgs, common: &CommonArgs) -> Result<()> {
     ensure!(args.files > 0 && args.osds > 0 && args.rounds > 0, "--files, --osds and --rounds must be above zero");
     let files = if common.quick { args.files.min(100) } else { args.files };
     let rounds = if common.quick { 1 } else { args.rounds };
-    let mut workers: Vec<usize> = args.workers.iter().copied().filter(|&w| w > 0).chain([1]).collect();
+    let mut workers: Vec<usize> = args.workers.iter().copied().chain([1]).collect();
     workers.sort_unstable();
     workers.dedup();
 

@@ -20,7 +20,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::CommonArgs;
-use crate::units::{parse_size, Rate};
+use crate::units::{parse_size_min, Rate};
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
@@ -32,18 +32,19 @@ pub struct IoArgs {
     #[arg(long)]
     target_only: bool,
     /// Bytes moved per transfer size and direction (at least 4 transfers each).
-    #[arg(long, default_value = "256M", value_parser = parse_size)]
+    #[arg(long, default_value = "256M", value_parser = parse_size_min::<1>)]
     bytes_per_point: u64,
     /// OSD counts of the aggregate sweep.
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8", conflicts_with = "target_only")]
     osds: Vec<u32>,
     /// Bytes each OSD stores per pass of the aggregate sweep (constant work per server).
-    #[arg(long, default_value = "256M", value_parser = parse_size, conflicts_with = "target_only")]
+    #[arg(long, default_value = "256M", value_parser = parse_size_min::<1>, conflicts_with = "target_only")]
     bytes_per_osd: u64,
     /// Bytes each OSD receives per `pwrite` / `pread` call of the aggregate sweep (a call
     /// moves N times this). Above the client's 16 MiB command cap, several commands are in
-    /// flight per OSD, so a link does not idle while its OSD stores the last one.
-    #[arg(long, default_value = "64M", value_parser = parse_size, conflicts_with = "target_only")]
+    /// flight per OSD, so a link does not idle while its OSD stores the last one. At least
+    /// 64K: smaller calls measure the cost of a call, not the links.
+    #[arg(long, default_value = "64M", value_parser = parse_size_min::<{ 64 * 1024 }>, conflicts_with = "target_only")]
     osd_call_bytes: u64,
     /// Run the aggregate sweep a second time with the metadata server, every OSD and the
     /// client each in its own network namespace (needs root), every OSD behind a `tc tbf` link

@@ -35,6 +35,7 @@ use tessera_client::{Client, Dir, FileType, StripeHint};
 use super::report::{plot_lines, Axes, OutputPaths, Report, Series};
 use super::CommonArgs;
 use crate::cluster::{ClusterSpec, LocalCluster};
+use crate::units::parse_positive;
 
 /// Stripe unit of every bench file (no data is written; it only shapes the layout).
 const STRIPE_UNIT: u64 = 1 << 20;
@@ -52,13 +53,13 @@ pub struct MetaArgs {
     #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2, 4, 8])]
     clients: Vec<usize>,
     /// Files each client creates, stats and removes per client count.
-    #[arg(long, default_value_t = 5000)]
+    #[arg(long, default_value_t = 5000, value_parser = parse_positive)]
     files_per_client: usize,
     /// OSDs each file of the clients sweep stripes over.
     #[arg(long, default_value_t = 1)]
     stripe_count: u32,
     /// Files per stripe count in the stripe sweep.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = parse_positive)]
     stripe_files: usize,
     /// Empty directory for the cluster and the SQLite baseline (default: a temporary one). Its
     /// disk is the one measured.
@@ -69,6 +70,9 @@ pub struct MetaArgs {
     #[arg(long)]
     ram_dir: Option<PathBuf>,
 }
+
+/// The most clients one sweep point may have: each holds a connection to the metadata server.
+const CLIENTS_MAX: usize = tessera_mds::tcp::CONNECTIONS_MAX / 2;
 
 /// One client of a sweep: its number (for unique names), the client and its open directory.
 type Worker = (usize, Client, Dir);
@@ -82,6 +86,9 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
     }
     if args.clients.is_empty() || args.clients.contains(&0) {
         bail!("--clients needs one or more counts above zero");
+    }
+    if let Some(n) = args.clients.iter().find(|&&n| n > CLIENTS_MAX) {
+        bail!("--clients {n}: at most {CLIENTS_MAX} (one metadata server serves at most {} connections, and the bench opens a few of its own)", tessera_mds::tcp::CONNECTIONS_MAX);
     }
     let files = if common.quick { args.files_per_client.min(100) } else { args.files_per_client };
     let stripe_files = if common.quick { args.stripe_files.min(50) } else { args.stripe_files };
