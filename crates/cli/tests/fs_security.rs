@@ -132,6 +132,53 @@ fn chmod_revokes_capabilities_and_open_files_follow_the_new_mode() {
     assert_eq!(&back, b"aftere chmod", "the write bit is back: the open file writes again");
 }
 
+/// Goal: an open file reads on while its mode is changed again and again, as long as every
+/// mode lets its user read. Each chmod revokes the file's capabilities, and the grants handed
+/// out meanwhile carry a tag the OSDs do not hold yet, so a refresh during a chmod, or a chmod
+/// between a refresh and the repeated read, leaves the read refused again; it must ask again,
+/// not fail. Method: one client toggles the mode between 0600 and 0644 in a loop (1 ms apart)
+/// while another reads the whole striped file (512 KiB over two OSDs) through one handle, over
+/// and over, for 3 s; every read must return the bytes.
+#[test]
+fn reads_go_on_through_a_loop_of_chmods() {
+    let dir = tempfile::Builder::new().prefix("tessera-fssec-").tempdir().unwrap();
+    let cluster = start(dir.path(), SecuritySpec::default());
+    let client = Client::connect(cluster.config()).unwrap();
+    let data: Vec<u8> = (0..512 * 1024u32).map(|i| (i * 7 % 251) as u8).collect();
+    let f = client.create("/toggled", 0o644, None).unwrap();
+    f.pwrite(0, &data).unwrap();
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let toggler = {
+        let (stop, config) = (stop.clone(), cluster.config().clone());
+        std::thread::spawn(move || {
+            let c = Client::connect(&config).unwrap();
+            let mut chmods = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                c.chmod("/toggled", if chmods % 2 == 0 { 0o600 } else { 0o644 }).unwrap();
+                chmods += 1;
+                // A loop of chmod(1) commands leaves gaps like this one between them.
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            chmods
+        })
+    };
+    let started = Instant::now();
+    let (mut reads, mut failures) = (0u64, Vec::new());
+    let mut back = vec![0u8; data.len()];
+    while started.elapsed() < Duration::from_secs(3) {
+        match f.pread(0, &mut back) {
+            Ok(n) => assert!(n == data.len() && back == data, "read {n} bytes, not the file's"),
+            Err(e) => failures.push(e.to_string()),
+        }
+        reads += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let chmods = toggler.join().unwrap();
+    assert!(failures.is_empty(), "{} of {reads} reads failed during {chmods} chmods: {:?}", failures.len(), &failures[..failures.len().min(3)]);
+    assert!(reads > 20 && chmods > 100, "the race ran: {reads} reads, {chmods} chmods");
+}
+
 /// Goal: a chmod while one of the file's OSDs is down is not lost: it answers EIO (the
 /// revocation is not complete), and once the OSD is back the metadata server finishes it by
 /// itself, without the chmod being repeated. Method: stop the OSD holding slot 0's object,
