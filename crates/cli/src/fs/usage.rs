@@ -60,11 +60,12 @@ pub fn du(args: DuArgs) -> Result<()> {
             print(&args, total, path);
         }
         if missed.directories > 0 {
-            bail!("{} under {path} could not be read; the totals leave them out", count(missed.directories, "directory", "directories"));
+            let them = if missed.directories == 1 { "it" } else { "them" };
+            bail!("{} under {path} could not be read; the totals leave {them} out", count(missed.directories, "directory", "directories"));
         }
         if missed.sizes > 0 {
             let (files, have, them) = if missed.sizes == 1 { ("file", "has", "it") } else { ("files", "have", "them") };
-            bail!("{} {files} under {path} {have} no known size (an OSD holding {them} did not answer); the totals leave them out", missed.sizes);
+            bail!("{} {files} under {path} {have} no known size (an OSD holding {them} did not answer); the totals leave {them} out", missed.sizes);
         }
         Ok(())
     })
