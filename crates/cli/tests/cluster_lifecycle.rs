@@ -145,7 +145,15 @@ fn the_metadata_servers_loop_runs_where_its_disk_interrupts() {
     let log = text(&std::fs::read(c.log("mds0")).unwrap());
     assert!(log.contains(&format!("event loop on {}", near.describe(&allowed))), "{near:?}: {log}");
     let expected = near.choose(&allowed).unwrap_or_else(|| allowed.clone());
-    let loop_cpus = cpus_of_thread_named(c.pid_of("mds0"), "mds-loop").unwrap().expect("the mds-loop thread");
+    // A spawned thread takes its name when it first runs, which on a busy machine may be
+    // after `up` has returned.
+    let named_by = Instant::now() + Duration::from_secs(5);
+    let mut loop_cpus = cpus_of_thread_named(c.pid_of("mds0"), "mds-loop").unwrap();
+    while loop_cpus.is_none() && Instant::now() < named_by {
+        std::thread::sleep(Duration::from_millis(20));
+        loop_cpus = cpus_of_thread_named(c.pid_of("mds0"), "mds-loop").unwrap();
+    }
+    let loop_cpus = loop_cpus.expect("the mds-loop thread");
     assert_eq!(loop_cpus, expected, "{near:?}");
     // Placed, the loop's CPU is kept from halting through flushes by a lowest-priority thread
     // beside it (`tessera mds --flush-wait spin`); left free, there is no one CPU to keep.
