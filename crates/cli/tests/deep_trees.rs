@@ -40,7 +40,7 @@ fn tree_commands_cost_requests_linear_in_depth() {
     for depth in [40usize, 160] {
         let top = format!("/t{depth}");
         let deepest = chain(&top, depth);
-        let mkdir = requests(&client, || namespace::make_parents(&client, &deepest).unwrap());
+        let mkdir = requests(&client, || namespace::make_parents(&client, &deepest, 0o755, 0o755).unwrap());
         client.create(&format!("{deepest}/f"), 0o644, None).unwrap().pwrite(0, b"deep").unwrap();
         let cp = requests(&client, || copy::copy_tree(&client, &top, &format!("{top}c"), 0o755, 4).unwrap());
         let get = requests(&client, || trees::get_tree(&client, &top, &local, 4, &mut Default::default()).unwrap());

@@ -211,6 +211,41 @@ fn striping_is_set_per_directory_and_reported_per_file() {
     assert!(created.contains(&format!("({year}-")) && created.ends_with(" UTC)"), "{created}");
 }
 
+/// Goal: `mkdir` makes directories with the modes mkdir(1) gives: a=rwx less the umask, MODE
+/// from `-m` (octal or symbolic, from a=rwx, special bits included), and with `-p` the mode
+/// only on the last directory, its new parents getting the default with u+wx. Method: mkdir
+/// under umasks 022 and 077, then read each mode back with `stat`.
+#[test]
+fn mkdir_modes_follow_the_umask_and_m() {
+    use std::os::unix::process::CommandExt;
+    let c = UpCluster::start(1);
+    let mode_of = |path: &str| {
+        let stat = stdout(&c.ok(&["stat", path]));
+        stat.lines().find_map(|l| l.trim().strip_prefix("mode: ")).map(|m| m[..4].to_string()).unwrap()
+    };
+    let mkdir_under = |umask: libc::mode_t, args: &[&str]| {
+        let mut cmd = std::process::Command::new(common::tessera_exe());
+        cmd.arg("mkdir").args(args).env("TESSERA_CLUSTER", c.cluster_file());
+        // SAFETY: umask(2) in the child before exec; it cannot fail.
+        unsafe { cmd.pre_exec(move || { libc::umask(umask); Ok(()) }) };
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "mkdir {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    mkdir_under(0o022, &["/open"]);
+    mkdir_under(0o077, &["/private"]);
+    mkdir_under(0o077, &["-p", "/deep/er"]);
+    mkdir_under(0o022, &["-m", "1777", "/scratch"]);
+    mkdir_under(0o022, &["-m", "go-rwx", "/mine"]);
+    mkdir_under(0o022, &["-p", "-m", "700", "/made/last"]);
+    for (path, mode) in
+        [("/open", "0755"), ("/private", "0700"), ("/deep", "0700"), ("/deep/er", "0700"), ("/scratch", "1777"), ("/mine", "0700"), ("/made", "0755"), ("/made/last", "0700")]
+    {
+        assert_eq!(mode_of(path), mode, "{path}");
+    }
+    let err = c.fails(&["mkdir", "-m", "888", "/bad"]);
+    assert!(err.contains("`888` is not a mode"), "{err}");
+}
+
 #[test]
 fn namespace_commands_and_their_errors() {
     let c = UpCluster::start(2);

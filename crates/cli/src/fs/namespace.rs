@@ -67,6 +67,11 @@ pub struct MkdirArgs {
     /// Make parent directories as needed; no error if the directory exists.
     #[arg(short = 'p', long)]
     parents: bool,
+    /// Permission bits of the directories made, as chmod(1) takes them, starting from a=rwx
+    /// (e.g. 700, 1777, g+w). Without it: a=rwx less the umask. With -p only each path's last
+    /// directory gets them; the parents made get the default with u+wx.
+    #[arg(short = 'm', long, value_parser = ModeSpec::parse, allow_hyphen_values = true)]
+    mode: Option<ModeSpec>,
     #[command(flatten)]
     cluster: ClusterArg,
 }
@@ -281,34 +286,41 @@ pub fn stat(args: StatArgs) -> Result<()> {
 
 pub fn mkdir(args: MkdirArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
+    let umask = process_umask();
+    // As mkdir(1): a=rwx less the umask, or MODE applied to a=rwx; parents made by -p get
+    // u+wx besides, so that the walk can go on into them.
+    let default = 0o777 & !umask;
+    let last = args.mode.as_ref().map_or(default, |m| m.apply(0o777, true, umask));
     each_path("mkdir", &args.paths, |path| {
         if !args.parents {
-            client.mkdir(path, 0o755)?;
+            client.mkdir(path, last)?;
             return Ok(());
         }
-        make_parents(&client, path)
+        make_parents(&client, path, default | 0o300, last)
     })
 }
 
-/// `mkdir -p`: every component of `path` made where missing. The walk holds a handle on the
-/// directory it reached (`Dir`), so a path of depth d costs about d requests, not a walk from
-/// the root per component (d²/2).
-pub fn make_parents(client: &Client, path: &str) -> Result<()> {
+/// `mkdir -p`: every component of `path` made where missing, with `mode` (the last with
+/// `last_mode`). The walk holds a handle on the directory it reached (`Dir`), so a path of
+/// depth d costs about d requests, not a walk from the root per component (d²/2).
+pub fn make_parents(client: &Client, path: &str, mode: u32, last_mode: u32) -> Result<()> {
     if path.is_empty() {
         // As mkdir(2) answers an empty pathname.
         return Err(tessera_client::ClientError::Fs { op: "mkdir", path: String::new(), source: FsError::NotFound }.into());
     }
     let mut prefix = String::new();
     let mut at = client.open_dir("/")?;
-    for part in path.split('/').filter(|c| !c.is_empty() && *c != ".") {
+    let parts: Vec<&str> = path.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
+    for (i, part) in parts.iter().enumerate() {
         prefix.push('/');
         prefix.push_str(part);
-        if part == ".." {
+        if *part == ".." {
             // The parent of where a symlink led, as mkdir(1) finds it: the prefix walked whole.
             at = client.open_dir(&prefix)?;
             continue;
         }
-        at = super::dirs::make_in(client, &at, part, &prefix, 0o755)?;
+        let mode = if i + 1 == parts.len() { last_mode } else { mode };
+        at = super::dirs::make_in(client, &at, part, &prefix, mode)?;
     }
     Ok(())
 }
