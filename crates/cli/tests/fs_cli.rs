@@ -213,8 +213,9 @@ fn striping_is_set_per_directory_and_reported_per_file() {
 
 /// Goal: `mkdir` makes directories with the modes mkdir(1) gives: a=rwx less the umask, MODE
 /// from `-m` (octal or symbolic, from a=rwx, special bits included), and with `-p` the mode
-/// only on the last directory, its new parents getting the default with u+wx. Method: mkdir
-/// under umasks 022 and 077, then read each mode back with `stat`.
+/// only on the last directory, its new parents getting the default with u+wx; `put -` makes a
+/// file a=rw less the umask. Method: mkdir and put under umasks 022, 027 and 077, then read
+/// each mode back with `stat`.
 #[test]
 fn mkdir_modes_follow_the_umask_and_m() {
     use std::os::unix::process::CommandExt;
@@ -237,8 +238,14 @@ fn mkdir_modes_follow_the_umask_and_m() {
     mkdir_under(0o022, &["-m", "1777", "/scratch"]);
     mkdir_under(0o022, &["-m", "go-rwx", "/mine"]);
     mkdir_under(0o022, &["-p", "-m", "700", "/made/last"]);
+    // A file from standard input: a=rw less the umask, as a shell's `> file`.
+    let mut put = std::process::Command::new(common::tessera_exe());
+    put.args(["put", "-", "/open/piped"]).env("TESSERA_CLUSTER", c.cluster_file()).stdin(std::process::Stdio::null());
+    // SAFETY: umask(2) in the child before exec; it cannot fail.
+    unsafe { put.pre_exec(|| { libc::umask(0o027); Ok(()) }) };
+    assert!(put.output().unwrap().status.success());
     for (path, mode) in
-        [("/open", "0755"), ("/private", "0700"), ("/deep", "0700"), ("/deep/er", "0700"), ("/scratch", "1777"), ("/mine", "0700"), ("/made", "0755"), ("/made/last", "0700")]
+        [("/open", "0755"), ("/private", "0700"), ("/deep", "0700"), ("/deep/er", "0700"), ("/scratch", "1777"), ("/mine", "0700"), ("/made", "0755"), ("/made/last", "0700"), ("/open/piped", "0640")]
     {
         assert_eq!(mode_of(path), mode, "{path}");
     }

@@ -109,12 +109,13 @@ pub fn put(args: PutArgs) -> Result<()> {
         return tree_summary("put", &args.local.display().to_string(), &remote, &done, result);
     }
     // The source is opened and checked first: a bad one must not touch the destination.
-    // A new file gets the local file's permission bits less the umask, as cp(1) gives.
+    // A new file gets the local file's permission bits less the umask, as cp(1) gives; from
+    // standard input, a=rw less the umask, as a shell's `> file` makes one.
     let (input, total, local_mode): (Box<dyn Read>, u64, u32) = if args.local.as_os_str() == "-" {
         // A file redirected to standard input has a size for the bar; a pipe has none.
         crate::std_fds::require_stdin("put -")?;
         let total = std::fs::metadata("/proc/self/fd/0").ok().filter(|m| m.is_file()).map_or(0, |m| m.len());
-        (Box::new(io::stdin().lock()), total, 0o644)
+        (Box::new(io::stdin().lock()), total, 0o666 & !super::mode::process_umask())
     } else {
         let f = LocalFile::open(&args.local).with_context(|| format!("opening {}", args.local.display()))?;
         let meta = f.metadata()?;
