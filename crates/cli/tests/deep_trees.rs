@@ -1,4 +1,4 @@
-//! Goal: the tree commands (`mkdir -p`, `cp -r`, `put -r`, `get -r`, `rm -r`, `ls -R`) cost
+//! Goal: the tree commands (`mkdir -p`, `chmod -R`, `cp -r`, `put -r`, `get -r`, `rm -r`, `ls -R`) cost
 //! a number of metadata requests linear in a tree's depth, and do the right thing at depth.
 //! Walking each path from the root costs d²/2 lookups for a chain of depth d (6.8 s at depth
 //! 400 before the walks held directory handles).
@@ -10,7 +10,7 @@ mod common;
 
 use common::{run, tessera_exe};
 use tessera_cli::cluster::{ClusterSpec, LocalCluster};
-use tessera_cli::fs::{copy, namespace, trees};
+use tessera_cli::fs::{copy, namespace, tree_attrs, trees};
 use tessera_client::Client;
 
 /// `/top/d1/.../d{depth-1}`.
@@ -42,6 +42,12 @@ fn tree_commands_cost_requests_linear_in_depth() {
         let deepest = chain(&top, depth);
         let mkdir = requests(&client, || namespace::make_parents(&client, &deepest, 0o755, 0o755).unwrap());
         client.create(&format!("{deepest}/f"), 0o644, None).unwrap().pwrite(0, b"deep").unwrap();
+        let chmod = requests(&client, || {
+            let changes = |_: &tessera_client::Attr| tessera_client::SetAttrs { mode: Some(0o750), ..Default::default() };
+            tree_attrs::below(&client, &top, tree_attrs::Links::Skip, &changes).unwrap()
+        });
+        assert_eq!(client.stat(&format!("{deepest}/f")).unwrap().mode & 0o777, 0o750, "chmod -R reached the bottom");
+        client.chmod(&format!("{deepest}/f"), 0o644).unwrap();
         let cp = requests(&client, || copy::copy_tree(&client, &top, &format!("{top}c"), 0o755, 4).unwrap());
         let get = requests(&client, || trees::get_tree(&client, &top, &local, 4, &mut Default::default()).unwrap());
         let put = requests(&client, || trees::put_tree(&client, &local, &format!("{top}p"), 4, &mut Default::default()).unwrap());
@@ -61,7 +67,7 @@ fn tree_commands_cost_requests_linear_in_depth() {
             }
         });
         assert!(client.readdir("/").unwrap().is_empty(), "rm -r took every tree");
-        costs.push((depth, [("mkdir -p", mkdir), ("cp -r", cp), ("get -r", get), ("put -r", put), ("rm -r x3", rm)]));
+        costs.push((depth, [("mkdir -p", mkdir), ("chmod -R", chmod), ("cp -r", cp), ("get -r", get), ("put -r", put), ("rm -r x3", rm)]));
     }
     // Linear: four times the depth costs about four times the requests (a walk from the root
     // per directory would cost sixteen times as many). Per level, a handful each.

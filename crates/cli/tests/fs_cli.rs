@@ -253,6 +253,41 @@ fn mkdir_modes_follow_the_umask_and_m() {
     assert!(err.contains("`888` is not a mode"), "{err}");
 }
 
+/// Goal: `chmod -R` and `chown -R` change a whole tree, parents and contents, as coreutils
+/// does: chmod leaves symbolic links inside alone, chown changes the links themselves, and a
+/// file operand is changed alone. Method: a small tree with a link in it; read every mode and
+/// owner back with `stat` (links not followed).
+#[test]
+fn chmod_and_chown_change_whole_trees_with_r() {
+    let c = UpCluster::start(1);
+    c.ok(&["mkdir", "-p", "/r/a/b"]);
+    for (file, text) in [("/r/a/f", "f"), ("/r/a/b/g", "g")] {
+        let local = c.dir.path().join("src");
+        std::fs::write(&local, text).unwrap();
+        std::fs::set_permissions(&local, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+        c.ok(&["put", local.to_str().unwrap(), file]);
+    }
+    c.ok(&["ln", "-s", "/r/a/f", "/r/link"]);
+    let attrs_of = |path: &str| {
+        let stat = stdout(&c.ok(&["stat", path]));
+        let field = |name: &str| stat.lines().find_map(|l| l.trim().strip_prefix(name).map(str::to_string)).unwrap();
+        (field("mode: ")[..4].to_string(), field("owner: "))
+    };
+    c.ok(&["chmod", "-R", "go-rwx", "/r"]);
+    for (path, mode) in [("/r", "0700"), ("/r/a", "0700"), ("/r/a/b", "0700"), ("/r/a/f", "0600"), ("/r/a/b/g", "0600"), ("/r/link", "0777")] {
+        assert_eq!(attrs_of(path).0, mode, "chmod -R: {path}");
+    }
+    c.ok(&["chmod", "-R", "640", "/r/a/f"]);
+    assert_eq!(attrs_of("/r/a/f").0, "0640", "a file operand alone");
+    assert_eq!(attrs_of("/r/a/b/g").0, "0600");
+    c.ok(&["chown", "-R", "123:456", "/r"]);
+    for path in ["/r", "/r/a", "/r/a/b", "/r/a/f", "/r/a/b/g", "/r/link"] {
+        assert_eq!(attrs_of(path).1, "uid 123 gid 456", "chown -R: {path}");
+    }
+    let err = c.fails(&["chmod", "-R", "700", "/r/missing"]);
+    assert!(err.contains("chmod /r/missing: no such file or directory"), "{err}");
+}
+
 #[test]
 fn namespace_commands_and_their_errors() {
     let c = UpCluster::start(2);

@@ -202,6 +202,22 @@ fn commands_act_for_the_user_who_runs_them() {
     let left = String::from_utf8_lossy(&c.as_root(&["ls", "-R", "/tree"]).stdout).into_owned();
     assert_eq!(left, "/tree:\nopen\nprivate\n\n/tree/open:\nroots\n\n/tree/open/roots:\nr\n\n/tree/private:\ns\n", "what the user could remove went");
 
+    // A name that is taken is EEXIST before the parent's write permission is asked, as on
+    // Linux, so mkdir -p walks through directories that are not the user's.
+    assert!(c.user_fails(&["mkdir", "/pub"]).contains("mkdir /pub: file exists"));
+    assert!(c.user_fails(&["mkdir", "/fresh"]).contains("mkdir /fresh: permission denied"), "a free name still needs write permission");
+    // chmod -R goes on past what is not the user's, names it, and fails at the end.
+    c.user_ok(&["mkdir", "-p", "/pub/tree/sub"]);
+    c.user_ok(&["put", path(&input), "/pub/tree/sub/mine"]);
+    c.as_root(&["put", path(&input), "/pub/tree/roots"]);
+    let run = c.as_user(&["chmod", "-R", "go-rwx", "/pub/tree"]);
+    let err = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    assert!(err.contains("chmod /pub/tree/roots: operation not permitted") && err.contains("/pub/tree: 1 entry below it could not be changed"), "{err}");
+    let modes = String::from_utf8_lossy(&c.as_root(&["ls", "-lR", "/pub/tree"]).stdout).into_owned();
+    let mode_of = |name: &str| modes.lines().find(|l| l.ends_with(&format!(" {name}"))).map(|l| l[..10].to_string()).unwrap();
+    assert_eq!((mode_of("sub"), mode_of("mine"), mode_of("roots")), ("drwx------".into(), "-rw-------".into(), "-rw-r--r--".into()), "{modes}");
+
     // A get into a directory the user may not write names the destination, not the hidden
     // temporary it writes first; over a file the user may write, it says why that is not enough.
     let shut = c.local("shut");

@@ -180,6 +180,25 @@ impl Inner {
         Ok(at)
     }
 
+    /// One SETATTR on inode `attr.ino` (labelled `path`). Under capability security a mode
+    /// change on a regular file also revokes its capabilities on every OSD; EIO then can mean
+    /// that the mode was recorded but an OSD could not be told, which the inode's attributes
+    /// tell apart: that case is [`ClientError::RevocationPending`], naming the file's OSDs.
+    pub fn set_attrs_of(&self, op: &'static str, path: &str, attr: &Attr, changes: SetAttrs) -> Result<Attr, ClientError> {
+        let set = self.attr_of(attr.ino, op, path, Request::SetAttr { ino: attr.ino, changes });
+        match (set, changes.mode) {
+            (Err(e), Some(wanted)) if e.fs_error() == Some(FsError::Io) && attr.file_type == FileType::Regular => {
+                match self.attr_of(attr.ino, op, path, Request::GetAttr { ino: attr.ino }) {
+                    Ok(now) if now.mode & 0o7777 == wanted => {
+                        Err(ClientError::RevocationPending { op, path: path.to_string(), places: self.places_of(attr.ino, op, path) })
+                    }
+                    _ => Err(e),
+                }
+            }
+            (set, _) => set,
+        }
+    }
+
     /// `attr` as a stat answers it: a file whose size the metadata server could not learn (an
     /// OSD holding it did not answer) is EIO, as a local file system answers for a file on a
     /// failed disk. Walks, listings, chmod and unlink do without the size.
@@ -511,20 +530,8 @@ impl Client {
 
     fn chmod_once(&self, path: &str, mode: &impl Fn(&Attr) -> u32) -> Result<Attr, ClientError> {
         let attr = self.inner.resolve_followed("chmod", path)?;
-        let wanted = mode(&attr) & 0o7777;
-        let changes = SetAttrs { mode: Some(wanted), ..SetAttrs::default() };
-        let set = self.inner.attr_of(attr.ino, "chmod", path, Request::SetAttr { ino: attr.ino, changes });
-        match set {
-            Err(e) if e.fs_error() == Some(FsError::Io) && attr.file_type == FileType::Regular => {
-                match self.inner.resolve_followed("chmod", path) {
-                    Ok(now) if now.ino == attr.ino && now.mode & 0o7777 == wanted => {
-                        Err(ClientError::RevocationPending { op: "chmod", path: path.to_string(), places: self.inner.places_of(attr.ino, "chmod", path) })
-                    }
-                    _ => Err(e),
-                }
-            }
-            other => other,
-        }
+        let changes = SetAttrs { mode: Some(mode(&attr) & 0o7777), ..SetAttrs::default() };
+        self.inner.set_attrs_of("chmod", path, &attr, changes)
     }
 
     /// Sets the owner and group (`None` leaves one as it is), as chown(2). The metadata server

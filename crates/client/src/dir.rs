@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use tessera_mds_proto::{Attr, DirEntry, FileType, FsError, InodeId, Request, StripeHint};
+use tessera_mds_proto::{Attr, DirEntry, FileType, FsError, InodeId, Request, SetAttrs, StripeHint};
 
 use crate::client::Inner;
 use crate::error::ClientError;
@@ -86,6 +86,16 @@ impl Dir {
         let name = self.checked("rmdir", name)?;
         let request = Request::Rmdir { parent: self.ino, name: name.to_string() };
         self.inner.done(self.ino, "rmdir", &self.label(name), request)
+    }
+
+    /// fchmodat / fchownat with AT_SYMLINK_NOFOLLOW: sets attributes of the entry `name`, whose
+    /// attributes a listing of this directory gave as `attr`, by its inode, with no lookup (a
+    /// recursive chmod or chown of a tree costs one request per entry). A mode change on a
+    /// regular file revokes its capabilities, as [`crate::Client::chmod`] does.
+    pub fn set_attrs(&self, name: &str, attr: &Attr, changes: SetAttrs) -> Result<Attr, ClientError> {
+        let op = if changes.mode.is_some() { "chmod" } else { "chown" };
+        let name = self.checked(op, name)?;
+        self.inner.set_attrs_of(op, &self.label(name), attr, changes)
     }
 
     /// One page of entries: at most `max` (the server bounds it too) whose names sort after

@@ -96,4 +96,4 @@ pub use extent_list::ExtentListError;
 pub use file::File;
 pub use patterns::{PatternError, StridedPattern, Subarray};
 pub use tessera_layout::Extent;
-pub use tessera_mds_proto::{Attr, Caller, DirEntry, FileLayout, FileType, FsError, InodeId, OsdUsage, StatFs, StripeHint, Timespec};
+pub use tessera_mds_proto::{Attr, Caller, DirEntry, FileLayout, FileType, FsError, InodeId, OsdUsage, SetAttrs, StatFs, StripeHint, Timespec};

@@ -60,6 +60,11 @@ fn directory_modes_decide_who_may_walk_list_and_change_a_directory() {
     assert_eq!(fs_err(bob.rename("/home/alice/notes", "/home/alice/y")), FsError::Access);
     assert_eq!(fs_err(bob.open("/home/alice/notes").unwrap().pwrite(0, b"bob")), FsError::Access, "0644 gives others no write");
     assert_eq!(fs_err(bob.truncate("/home/alice/notes", 0)), FsError::Access);
+    // A name that is taken is EEXIST before write permission is asked, as on Linux: what
+    // lets `mkdir -p` walk through directories that are not the caller's.
+    assert_eq!(fs_err(bob.create("/home/alice/notes", 0o644, None)), FsError::Exists);
+    assert_eq!(fs_err(bob.mkdir("/home/alice/notes", 0o755)), FsError::Exists);
+    assert_eq!(fs_err(bob.symlink("x", "/home/alice/notes")), FsError::Exists);
 
     // 0711: walk through, but not list.
     alice.chmod("/home/alice", 0o711).unwrap();

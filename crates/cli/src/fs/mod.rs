@@ -21,6 +21,7 @@ pub mod stripe;
 pub mod temporary;
 pub mod touch;
 pub mod transfer;
+pub mod tree_attrs;
 pub mod trees;
 pub mod usage;
 pub mod truncate;

@@ -119,6 +119,10 @@ pub struct ChmodArgs {
     /// Files or directories (a symbolic link is followed to what it names).
     #[arg(required = true)]
     paths: Vec<String>,
+    /// Change everything below each directory too, parents before their contents; symbolic
+    /// links inside are left alone, as chmod(1) -R leaves them.
+    #[arg(short = 'R', long)]
+    recursive: bool,
     #[command(flatten)]
     cluster: ClusterArg,
 }
@@ -126,8 +130,13 @@ pub struct ChmodArgs {
 pub fn chmod(args: ChmodArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
     let umask = process_umask();
+    let mode_of = |attr: &Attr| args.mode.apply(attr.mode, attr.file_type == FileType::Directory, umask);
     each_path("chmod", &args.paths, |path| {
-        client.chmod_with(path, |attr| args.mode.apply(attr.mode, attr.file_type == FileType::Directory, umask))?;
+        let changed = client.chmod_with(path, mode_of)?;
+        if args.recursive && changed.file_type == FileType::Directory {
+            let changes = |attr: &Attr| tessera_client::SetAttrs { mode: Some(mode_of(attr)), ..Default::default() };
+            super::tree_attrs::below(&client, path, super::tree_attrs::Links::Skip, &changes)?;
+        }
         Ok(())
     })
 }

@@ -5,6 +5,7 @@ use std::ffi::CString;
 
 use anyhow::Result;
 use clap::Args;
+use tessera_client::{Attr, FileType, SetAttrs};
 
 use super::{each_path, ClusterArg};
 
@@ -17,6 +18,10 @@ pub struct ChownArgs {
     /// Files or directories (a symbolic link is followed to what it names).
     #[arg(required = true)]
     paths: Vec<String>,
+    /// Change everything below each directory too, parents before their contents; symbolic
+    /// links inside are changed themselves, not what they name, as chown(1) -R changes them.
+    #[arg(short = 'R', long)]
+    recursive: bool,
     #[command(flatten)]
     cluster: ClusterArg,
 }
@@ -103,7 +108,11 @@ fn group_id(name: &str) -> Result<u32, String> {
 pub fn chown(args: ChownArgs) -> Result<()> {
     let (client, _) = args.cluster.connect()?;
     each_path("chown", &args.paths, |path| {
-        client.chown(path, args.owner.uid, args.owner.gid)?;
+        let changed = client.chown(path, args.owner.uid, args.owner.gid)?;
+        if args.recursive && changed.file_type == FileType::Directory {
+            let changes = |_: &Attr| SetAttrs { uid: args.owner.uid, gid: args.owner.gid, ..SetAttrs::default() };
+            super::tree_attrs::below(&client, path, super::tree_attrs::Links::Change, &changes)?;
+        }
         Ok(())
     })
 }

@@ -24,7 +24,7 @@ impl Mds {
         match request {
             R::Lookup { parent, .. } => self.ns.read(|s| in_dir(s, caller, *parent, SEARCH).map(drop)),
             R::ReadDir { dir, .. } => self.ns.read(|s| in_dir(s, caller, *dir, READ).map(drop)),
-            R::Mkdir { parent, new, .. } | R::Symlink { parent, new, .. } => self.ns.read(|s| may_add(s, caller, *parent, new)),
+            R::Mkdir { parent, name, new } | R::Symlink { parent, name, new, .. } => self.ns.read(|s| may_add(s, caller, *parent, name, new)),
             // Checked inside its step, against the parent's facts creates keep in memory
             // (`store/files.rs`): a create is the one request whose cost is a goal.
             R::Create { .. } => Ok(()),
@@ -123,8 +123,15 @@ fn in_dir(s: &Store, caller: &Caller, dir: InodeId, want: u32) -> Result<InodeRo
     Ok(row)
 }
 
-/// A new entry in `parent`: write and search permission, and an owner the caller may give it.
-fn may_add(s: &Store, caller: &Caller, parent: InodeId, new: &NewInode) -> Result<(), FsError> {
-    in_dir(s, caller, parent, WRITE | SEARCH)?;
-    access::new_owner(caller, new)
+/// A new entry `name` in `parent`: write and search permission, and an owner the caller may
+/// give it. Without write permission, a name already taken is EEXIST, answered here (the
+/// operation does not run): Linux answers that before it asks for write permission (search
+/// permission still comes first), so `mkdir -p` goes on through directories that exist but
+/// are not the caller's to change.
+fn may_add(s: &Store, caller: &Caller, parent: InodeId, name: &str, new: &NewInode) -> Result<(), FsError> {
+    match in_dir(s, caller, parent, WRITE | SEARCH) {
+        Err(FsError::Access) if in_dir(s, caller, parent, SEARCH).is_ok() && s.lookup(parent, name).is_ok() => Err(FsError::Exists),
+        Err(e) => Err(e),
+        Ok(_) => access::new_owner(caller, new),
+    }
 }

@@ -223,7 +223,12 @@ impl Store {
         }
         // Checked here, not in a read before the step (`server/authorize.rs`), so a create
         // costs its caller no more than its parent's facts, which creates keep in memory.
-        crate::access::check(caller, &facts, crate::access::WRITE | crate::access::SEARCH)?;
+        if let Err(e) = crate::access::check(caller, &facts, crate::access::WRITE | crate::access::SEARCH) {
+            // A name already taken is EEXIST before write permission is asked, as on Linux
+            // (search permission still first); looked up only on this refusal's path.
+            let searchable = crate::access::check(caller, &facts, crate::access::SEARCH).is_ok();
+            return Err(if searchable && Self::entry(tx, parent, name)?.is_some() { FsError::Exists } else { e }.into());
+        }
         crate::access::new_owner(caller, new)?;
         let new = &crate::access::inherited(&facts, new, FileType::Regular);
         let ino = self.alloc_inode()?;
