@@ -156,7 +156,7 @@ pub fn stop_all_on_signals() -> Result<()> {
                     (live.pids.clone(), live.scratch.clone())
                 };
                 if !pids.is_empty() {
-                    eprintln!("tessera: interrupted; stopping {} daemon(s) this command started", pids.len());
+                    eprintln!("tessera: interrupted; stopping {} this command started", crate::units::count(pids.len() as u64, "daemon", "daemons"));
                 }
                 stop_and_remove(&pids, &scratch);
                 std::process::exit(128 + sig);

@@ -164,7 +164,8 @@ impl LocalCluster {
         }
         if let Placement::Hosts { mds, osds } = &spec.placement {
             if mds.len() < spec.mds as usize || osds.len() < spec.osds as usize {
-                bail!("{} metadata server(s) and {} OSD(s) need as many hosts; {} and {} given", spec.mds, spec.osds, mds.len(), osds.len());
+                let (servers, targets) = (crate::units::count(spec.mds, "metadata server", "metadata servers"), crate::units::count(spec.osds, "OSD", "OSDs"));
+                bail!("{servers} and {targets} need as many hosts; {} and {} given", mds.len(), osds.len());
             }
         }
         let logs = dir.join("logs");

@@ -19,7 +19,7 @@ use tessera_security::SecurityMethod;
 use crate::daemon::{log_len, log_since, signal, ERROR_PREFIX};
 use crate::lock::DirLock;
 use crate::running;
-use crate::units::parse_size;
+use crate::units::{count, parse_size};
 use crate::up_options::{self, UpOptions};
 
 /// How long `down` waits for a daemon to exit after SIGTERM before SIGKILL.
@@ -173,7 +173,7 @@ pub fn up(args: UpArgs) -> Result<()> {
     for r in &records {
         println!("{:<6} pid {:<8} {:<22} {}", r.name(), r.pid, r.addr, r.data.display());
     }
-    println!("cluster up: {} metadata server(s), {} OSD(s); logs in {}", spec.mds, spec.osds, dir.join("logs").display());
+    println!("cluster up: {}, {}; logs in {}", count(spec.mds, "metadata server", "metadata servers"), count(spec.osds, "OSD", "OSDs"), dir.join("logs").display());
     match spec.security.method {
         Some(m) => println!("security: {} capabilities; master keys in {} (keep them private)", m.name(), dir.join(crate::cluster::KEYS_DIR).display()),
         None => println!("security: OFF (NOSEC)"),
@@ -220,7 +220,7 @@ fn check_default_striping(options: &UpOptions) -> Result<()> {
         bail!("default stripe unit {unit} bytes is outside 1 byte to {} MiB (--stripe-unit)", max >> 20);
     }
     if count > osds {
-        bail!("default stripe count {count} is more than the cluster's {osds} OSD(s) (--stripe-count; 0 stripes over all of them)");
+        bail!("default stripe count {count} is more than the cluster's {} (--stripe-count; 0 stripes over all of them)", crate::units::count(osds, "OSD", "OSDs"));
     }
     Ok(())
 }
@@ -262,7 +262,8 @@ pub fn down(args: DownArgs) -> Result<()> {
         println!("the cluster in {} is already stopped", dir.display());
     }
     if !failed.is_empty() {
-        bail!("{} of {} daemon(s) did not shut down cleanly: {}; see their logs in {}", failed.len(), running.daemons.len() + running.unknown.len(), failed.join(", "), dir.join("logs").display());
+        let all = count((running.daemons.len() + running.unknown.len()) as u64, "daemon", "daemons");
+        bail!("{} of {all} did not shut down cleanly: {}; see their logs in {}", failed.len(), failed.join(", "), dir.join("logs").display());
     }
     Ok(())
 }
@@ -327,7 +328,7 @@ pub fn status(args: StatusArgs) -> Result<()> {
         print_state(&format!("osd{i}"), &osd.addr, state, pid_of(&records, "osd", i));
     }
     if down > 0 {
-        bail!("{down} daemon(s) down");
+        bail!("{} down", count(down as u64, "daemon", "daemons"));
     }
     Ok(())
 }

@@ -31,7 +31,7 @@ fn up_refused(flags: &[&str]) -> String {
 #[test]
 fn up_refuses_a_default_striping_no_file_can_have() {
     let err = up_refused(&["--osds", "1", "--stripe-count", "3"]);
-    assert!(err.contains("default stripe count 3 is more than the cluster's 1 OSD(s)"), "{err}");
+    assert!(err.contains("default stripe count 3 is more than the cluster's 1 OSD ("), "{err}");
     let err = up_refused(&["--osds", "1", "--stripe-unit", "0"]);
     assert!(err.contains("default stripe unit 0 bytes is outside 1 byte to 64 MiB"), "{err}");
     let err = up_refused(&["--osds", "1", "--stripe-unit", "128M"]);

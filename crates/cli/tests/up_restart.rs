@@ -77,7 +77,7 @@ fn a_restart_without_flags_keeps_counts_chap_and_security() {
     c.up_ok(&["--osds", "2", "--mds", "2", "--chap", "--security", "capkey"]);
     c.down();
     let out = c.up_ok(&[]);
-    assert!(out.contains("2 metadata server(s), 2 OSD(s)"), "{out}");
+    assert!(out.contains("2 metadata servers, 2 OSDs"), "{out}");
     assert!(out.contains("CHAP: mutual") && out.contains("security: CAPKEY"), "{out}");
     assert!(!c.has_store("osd2"), "no OSD was added");
     let cluster = std::fs::read_to_string(c.path().join("cluster.toml")).unwrap();
@@ -108,10 +108,10 @@ fn a_flag_that_disagrees_is_refused_and_changes_nothing() {
 
     // A change that is meant: one more OSD, and it stays on the next restart.
     let out = c.up_ok(&["--osds", "3", "--reconfigure"]);
-    assert!(out.contains("2 metadata server(s), 3 OSD(s)"), "{out}");
+    assert!(out.contains("2 metadata servers, 3 OSDs"), "{out}");
     c.down();
     let out = c.up_ok(&[]);
-    assert!(out.contains("2 metadata server(s), 3 OSD(s)") && out.contains("CHAP: mutual"), "{out}");
+    assert!(out.contains("2 metadata servers, 3 OSDs") && out.contains("CHAP: mutual"), "{out}");
 }
 
 #[test]
@@ -217,7 +217,7 @@ fn a_first_up_that_did_not_finish_can_simply_be_run_again() {
     assert!(c.has_store("osd0") && c.has_store("osd1"), "the failed start left stores behind");
     std::fs::remove_file(keys.join("osd1.key")).unwrap();
     let out = c.up_ok(&["--osds", "3"]);
-    assert!(out.contains("cluster up: 1 metadata server(s), 3 OSD(s)"), "{out}");
+    assert!(out.contains("cluster up: 1 metadata server, 3 OSDs"), "{out}");
     c.down();
     c.up_ok(&[]);
 }

@@ -27,6 +27,7 @@ use clap::Args;
 use tessera_client::{Client, FileType, FsError, InodeId};
 
 use super::ClusterArg;
+use crate::units::count;
 
 #[derive(Args)]
 pub struct RepairArgs {
@@ -50,7 +51,7 @@ pub fn repair(args: RepairArgs) -> Result<()> {
     for r in &reports {
         total += r.found;
         let verb = if args.remove { "removed" } else { "found" };
-        println!("mds{}: {} orphan object(s) {verb}", r.server, r.found);
+        println!("mds{}: {} {verb}", r.server, count(r.found, "orphan object", "orphan objects"));
         for o in &r.orphans {
             println!("  osd{:<4} object {:#x}", o.osd, o.object_id);
         }
@@ -60,8 +61,8 @@ pub fn repair(args: RepairArgs) -> Result<()> {
     }
     match (total, args.remove) {
         (0, _) => println!("repair: every object on the OSDs is accounted for"),
-        (n, false) => println!("repair: {n} orphan object(s); `tessera repair --remove` removes them"),
-        (n, true) => println!("repair: {n} orphan object(s) removed (those on an OSD that does not answer go when it returns)"),
+        (n, false) => println!("repair: {}; `tessera repair --remove` removes them", count(n, "orphan object", "orphan objects")),
+        (n, true) => println!("repair: {} removed (those on an OSD that does not answer go when it returns)", count(n, "orphan object", "orphan objects")),
     }
     report_split_faults(&reports, args.remove);
     let cutoff = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().saturating_sub(args.older_than);
@@ -76,8 +77,12 @@ pub fn repair(args: RepairArgs) -> Result<()> {
     }
     match (stale.len(), args.remove) {
         (0, _) => println!("repair: no temporary left by an unfinished copy"),
-        (n, false) => println!("repair: {n} temporary file(s) left by copies that did not finish (not written for {}); `tessera repair --remove` removes them", shown(args.older_than)),
-        (n, true) => println!("repair: {n} temporary file(s) left by copies that did not finish removed"),
+        (n, false) => println!(
+            "repair: {} left by copies that did not finish (not written for {}); `tessera repair --remove` removes them",
+            count(n as u64, "temporary file", "temporary files"),
+            shown(args.older_than)
+        ),
+        (n, true) => println!("repair: {} left by copies that did not finish removed", count(n as u64, "temporary file", "temporary files")),
     }
     for (path, name) in &claimed {
         let back = format!("{}/{name}", path.rsplit_once('/').map_or("", |(dir, _)| dir));
@@ -85,8 +90,8 @@ pub fn repair(args: RepairArgs) -> Result<()> {
     }
     if !claimed.is_empty() {
         println!(
-            "repair: {} source(s) of a mv between metadata servers that did not finish, renamed aside {} ago or more; they hold their data, so repair leaves them",
-            claimed.len(),
+            "repair: {} of a mv between metadata servers that did not finish, renamed aside {} ago or more; they hold their data, so repair leaves them",
+            count(claimed.len() as u64, "source", "sources"),
             shown(args.older_than)
         );
     }
@@ -97,23 +102,29 @@ pub fn repair(args: RepairArgs) -> Result<()> {
 fn report_split_faults(reports: &[tessera_client::RepairReport], removed: bool) {
     let verb = if removed { "removed" } else { "found" };
     for r in reports.iter().filter(|r| !r.unlinked.is_empty()) {
-        println!("mds{}: {} directory inode(s) that no entry names (a mkdir cut short) {verb}", r.server, r.unlinked.len());
+        let what = count(r.unlinked.len() as u64, "directory inode that no entry names", "directory inodes that no entry names");
+        println!("mds{}: {what} (a mkdir cut short) {verb}", r.server);
         for ino in &r.unlinked {
             println!("  inode {:#x}", ino.0);
         }
     }
     for r in reports.iter().filter(|r| !r.dangling.is_empty()) {
-        println!("mds{}: {} entry(ies) naming a directory that is gone (an rmdir cut short) {verb}", r.server, r.dangling.len());
+        let what = count(r.dangling.len() as u64, "entry naming a directory that is gone", "entries naming a directory that is gone");
+        println!("mds{}: {what} (an rmdir cut short) {verb}", r.server);
         for e in &r.dangling {
             println!("  '{}' in directory {:#x} -> inode {:#x} (metadata server {})", e.name, e.dir.0, e.ino.0, e.ino.server());
         }
     }
     let unlinked: usize = reports.iter().map(|r| r.unlinked.len()).sum();
     let dangling: usize = reports.iter().map(|r| r.dangling.len()).sum();
+    let what = || {
+        let unlinked = count(unlinked as u64, "unnamed directory inode", "unnamed directory inodes");
+        format!("{unlinked}, {}", count(dangling as u64, "entry naming a gone directory", "entries naming a gone directory"))
+    };
     match (unlinked + dangling, removed) {
         (0, _) => println!("repair: every directory split across metadata servers is whole"),
-        (_, false) => println!("repair: {unlinked} unnamed directory inode(s), {dangling} entry(ies) naming a gone directory; `tessera repair --remove` removes them"),
-        (_, true) => println!("repair: {unlinked} unnamed directory inode(s), {dangling} entry(ies) naming a gone directory removed"),
+        (_, false) => println!("repair: {}; `tessera repair --remove` removes them", what()),
+        (_, true) => println!("repair: {} removed", what()),
     }
 }
 
@@ -131,7 +142,8 @@ fn report_missing(reports: &[tessera_client::RepairReport], paths: &HashMap<Inod
             }
         }
         files += by_file.len();
-        println!("mds{}: {} file(s) whose data objects their OSDs do not hold (an OSD store lost or replaced)", r.server, by_file.len());
+        let what = count(by_file.len() as u64, "file whose data objects its OSDs do not hold", "files whose data objects their OSDs do not hold");
+        println!("mds{}: {what} (an OSD store lost or replaced)", r.server);
         for (ino, objects) in &by_file {
             let path = paths.get(ino).map_or_else(|| format!("inode {:#x} (not found in the namespace walk)", ino.0), Clone::clone);
             println!("  {path}: {}", objects.join(", "));
@@ -139,8 +151,11 @@ fn report_missing(reports: &[tessera_client::RepairReport], paths: &HashMap<Inod
     }
     match files {
         0 => println!("repair: every file's data objects are on their OSDs"),
+        1 => println!(
+            "repair: 1 file lost data with its objects: reads of those stripes fail. Restore the OSD's store from a copy, or remove the file; repair leaves it"
+        ),
         n => println!(
-            "repair: {n} file(s) lost data with their objects: reads of those stripes fail. Restore the OSD's store from a copy, or remove the files; repair leaves them"
+            "repair: {n} files lost data with their objects: reads of those stripes fail. Restore the OSD's store from a copy, or remove the files; repair leaves them"
         ),
     }
 }
