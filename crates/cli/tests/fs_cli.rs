@@ -656,6 +656,11 @@ fn refused_commands_change_nothing_and_put_replaces_whole() {
     }
     assert!(c.fails(&["cp", "/f", "/nodir/"]).contains("cannot make file `/nodir/`: not a directory"));
     assert!(c.fails(&["put", l, ""]).contains("an empty path"));
+    // Every command answers an empty path as POSIX answers an empty pathname, naming it.
+    for args in [&["touch", ""][..], &["mkdir", ""], &["mv", "", "/x"], &["ln", "-s", "/f", ""], &["rm", ""]] {
+        let err = c.fails(args);
+        assert!(err.contains("'': no such file or directory"), "{args:?}: {err}");
+    }
     assert!(c.fails(&["get", "/f", &format!("{}/nodir/", work.path().display())]).contains("not a directory"));
     let missing = work.path().join("nodir/new");
     let err = c.fails(&["get", "/f", &missing.to_string_lossy()]);

@@ -31,7 +31,7 @@ pub enum MdsLinkError {
 #[derive(Debug, Error)]
 pub enum ClientError {
     /// The namespace refused the operation (the errno is `source.errno()`).
-    #[error("{op} {path}: {source}")]
+    #[error("{op} {}: {source}", shown(path))]
     Fs {
         op: &'static str,
         path: String,
@@ -146,6 +146,11 @@ impl ClientError {
             _ => None,
         }
     }
+}
+
+/// A path as an error names it: `''` for the empty one, which would otherwise vanish.
+fn shown(path: &str) -> &str {
+    if path.is_empty() { "''" } else { path }
 }
 
 /// "metadata server 1 (HOST:PORT), which did not answer it", or without a name "another

@@ -63,6 +63,9 @@ pub fn split_parent<'a>(op: &'static str, path: &'a str) -> Result<(&'a str, &'a
         Some(i) => (&trimmed[..i], &trimmed[i + 1..]),
         None => ("", trimmed),
     };
+    if path.is_empty() {
+        return Err(ClientError::Fs { op, path: String::new(), source: FsError::NotFound }); // as POSIX has it for an empty pathname
+    }
     check_name(op, path, name)?;
     Ok((parent, name))
 }

@@ -68,6 +68,9 @@ fn move_one(client: &Client, from: &str, dest: &str) -> Result<()> {
     // tree before the servers could refuse. The text is compared first, for the message; a
     // destination reached through a symlink is caught by inode.
     let (src, dst) = (normalized(from), normalized(&to));
+    if from.is_empty() {
+        bail!("cannot move '': no such file or directory (an empty path)");
+    }
     if src.is_empty() {
         bail!("cannot move the root");
     }
