@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tessera_mds_proto::request::NewInode;
-use tessera_mds_proto::{Attr, Caller, ClusterMap, DirEntry, FileLayout, FileType, FsError, InodeId, ObjectRef, Reply, Request, SetAttrs, StripeHint, Timespec};
+use tessera_mds_proto::{Attr, Caller, ClusterMap, FileLayout, FileType, FsError, InodeId, ObjectRef, Reply, Request, SetAttrs, StripeHint, Timespec};
 use tessera_security::clock::now_ms;
 use thiserror::Error;
 
@@ -38,6 +38,7 @@ use crate::store::files::{self, CreateError, StripePolicy};
 use crate::store::{InodeRow, Store};
 
 mod authorize;
+mod listing;
 mod split_repair;
 
 /// Directory levels a rename walks up looking for a loop; deeper trees get EIO rather than
@@ -780,41 +781,6 @@ impl Mds {
             at = self.attr(at)?.parent;
         }
         Err(FsError::Io)
-    }
-
-    fn readdir(&self, dir: InodeId, after: Option<&str>, max: u32) -> Result<Reply, FsError> {
-        let mut after = after.map(str::to_owned);
-        loop {
-            let (entries, more) = self.ns.read(|s| s.readdir(dir, after.as_deref(), max))?;
-            let last = entries.last().map(|e| e.name.clone());
-            let mut out = Vec::with_capacity(entries.len());
-            // Servers found down in this page are not asked again (each try may wait out
-            // the peer timeout).
-            let mut down = Vec::new();
-            for e in entries {
-                let attr = match down.contains(&e.ino.server()) {
-                    true => Err(FsError::PeerDown),
-                    false => self.attr(e.ino),
-                };
-                match attr {
-                    Ok(attr) => out.push(DirEntry { attr, name: e.name }),
-                    // Removed since the page was read: POSIX lets readdir leave it out.
-                    Err(FsError::Stale | FsError::NotFound) => {}
-                    // Homed on a server that is down: still named, as what a listing needs
-                    // most is the names (`ls` of the root when one server of four is down).
-                    Err(FsError::PeerDown) => {
-                        down.push(e.ino.server());
-                        out.push(DirEntry { attr: Attr::unknown(e.ino, e.kind), name: e.name });
-                    }
-                    Err(other) => return Err(other),
-                }
-            }
-            // A page whose entries all went would read as the end to the client: go on.
-            if !out.is_empty() || !more {
-                return Ok(Reply::DirPage { entries: out, more });
-            }
-            after = last;
-        }
     }
 
     /// Sets every object's length. A file its caller may not write cannot be truncated, the
