@@ -125,6 +125,7 @@ fn bench_meta_quick_writes_its_summary() {
             "sqlite_durable_tx_per_sec",
             "round_trips_per_sec_4_clients",
             "stat_median_us_stripes_2",
+            "readdir_entries_over_stats_stripes_2",
             "mds_cpu_us_per_create_paced",
             "paced_over_back_to_back_mds_cpu",
         ],

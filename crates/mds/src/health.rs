@@ -334,6 +334,10 @@ impl DataObjects for Watched {
     fn lengths_in(&self, osd: u32, ids: std::ops::Range<u64>) -> Result<Vec<ListedObject>, ObjectsError> {
         self.on(osd, |o| o.lengths_in(osd, ids))
     }
+
+    fn data_states_in(&self, osd: u32, ids: std::ops::Range<u64>) -> Result<Vec<(u64, Option<ObjectData>)>, ObjectsError> {
+        self.on(osd, |o| o.data_states_in(osd, ids))
+    }
 }
 
 /// The thread that probes every OSD not heard from within [`PROBE_EVERY`], or whose usage is

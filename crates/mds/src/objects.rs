@@ -10,6 +10,8 @@ use tessera_osd_proto::pages::{
     ROOT_BACKING_FS_AVAILABLE, ROOT_BACKING_FS_ID, ROOT_BACKING_FS_SIZE, ROOT_TOTAL_CAPACITY, ROOT_USED_CAPACITY, USER_OBJECT_DATA_MODIFIED,
     USER_OBJECT_LOGICAL_LENGTH,
 };
+use tessera_osd_proto::attr_list::ENTRY_HEADER_LEN;
+use tessera_osd_proto::list::LIST_HEADER_LEN;
 use tessera_osd_proto::{AttrId, Attribute, Command, OsdRequestBuilder};
 use tessera_security::policy::{policy_page, POLICY_ACCESS_TAG};
 use tessera_scsi::{ScsiTransport, SenseKey};
@@ -103,6 +105,14 @@ pub trait DataObjects: Send + Sync {
             .into_iter()
             .map(|id| Ok(ListedObject { id, logical_len: Some(self.logical_len(ObjectRef { osd, object_id: id })?) }))
             .collect()
+    }
+    /// The user objects on OSD `osd` whose ids fall in `ids`, in ascending order, each with
+    /// what [`DataObjects::data_state`] gives (absent where the OSD reported no length or
+    /// time). A listing asks this for objects close together (`server/listing.rs`).
+    fn data_states_in(&self, osd: u32, ids: std::ops::Range<u64>) -> Result<Vec<(u64, Option<ObjectData>)>, ObjectsError> {
+        let mut found: Vec<u64> = self.list(osd)?.into_iter().filter(|id| ids.contains(id)).collect();
+        found.sort_unstable();
+        found.into_iter().map(|id| Ok((id, Some(self.data_state(ObjectRef { osd, object_id: id })?)))).collect()
     }
 }
 
@@ -250,21 +260,47 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
         Ok(client.list_all(*partition)?)
     }
 
-    /// One LIST with lengths per page, from `ids.start`, stopping at the first page that
-    /// reaches `ids.end` (the ids after it are someone else's).
     fn lengths_in(&self, osd: u32, ids: std::ops::Range<u64>) -> Result<Vec<ListedObject>, ObjectsError> {
+        let listed = self.listed_with(osd, ids, &[USER_OBJECT_LOGICAL_LENGTH])?;
+        Ok(listed.into_iter().map(|(id, values)| ListedObject { id, logical_len: values[0] }).collect())
+    }
+
+    fn data_states_in(&self, osd: u32, ids: std::ops::Range<u64>) -> Result<Vec<(u64, Option<ObjectData>)>, ObjectsError> {
+        let listed = self.listed_with(osd, ids, &[USER_OBJECT_LOGICAL_LENGTH, USER_OBJECT_DATA_MODIFIED])?;
+        Ok(listed
+            .into_iter()
+            .map(|(id, v)| (id, v[0].zip(v[1]).map(|(logical_len, data_modified_ms)| ObjectData { logical_len, data_modified_ms })))
+            .collect())
+    }
+}
+
+/// One listed object's values of the attributes asked for, in the order asked.
+type Values = Vec<Option<u64>>;
+
+impl<T: ScsiTransport> OsdObjects<T> {
+    /// The user objects with ids in `ids`, ascending, each with the numeric values of `attrs`
+    /// (in that order; `None` where the OSD reported none). One LIST with attributes per page,
+    /// from `ids.start`, stopping at the first page that reaches `ids.end`.
+    fn listed_with(&self, osd: u32, ids: std::ops::Range<u64>, attrs: &[AttrId]) -> Result<Vec<(u64, Values)>, ObjectsError> {
         let (client, partition) = self.node(osd)?;
-        let mut params = ListParams { initial_oid: ids.start, attrs: Some(vec![USER_OBJECT_LOGICAL_LENGTH]), ..ListParams::default() };
+        // Room for the range's entries and no more, up to the usual page: the target reads
+        // every object it lists, also those past the range.
+        let entry = 16 + attrs.len() as u64 * (ENTRY_HEADER_LEN as u64 + 8);
+        let room = entry.saturating_mul(ids.end - ids.start).saturating_add(LIST_HEADER_LEN as u64);
+        let allocation_len = room.min(ListParams::default().allocation_len);
+        let mut params = ListParams { initial_oid: ids.start, attrs: Some(attrs.to_vec()), allocation_len, ..ListParams::default() };
         let mut found = Vec::new();
         loop {
             let page = client.list(*partition, &params)?;
             for e in page.entries.iter().filter(|e| ids.contains(&e.object_id)) {
-                let len = e.attrs.iter().find(|a| a.id == USER_OBJECT_LOGICAL_LENGTH).and_then(|a| a.value.as_deref());
-                found.push(ListedObject { id: e.object_id, logical_len: len.and_then(tessera_osd_proto::pages::value_u64) });
+                let value = |id: &AttrId| {
+                    e.attrs.iter().find(|a| a.id == *id).and_then(|a| a.value.as_deref()).and_then(tessera_osd_proto::pages::value_u64)
+                };
+                found.push((e.object_id, attrs.iter().map(value).collect()));
             }
             let next = page.continuation_oid;
             if next == 0 || next >= ids.end || next == params.initial_oid {
-                found.sort_unstable_by_key(|o| o.id);
+                found.sort_unstable_by_key(|(id, _)| *id);
                 return Ok(found);
             }
             params.initial_oid = next;

@@ -27,7 +27,7 @@ use crate::db::DbError;
 use crate::health::{OsdHealth, Prober, Watched};
 use crate::journal::{self, Audit};
 use crate::namespace::{Namespace, NamespaceError};
-use crate::objects::DataObjects;
+use crate::objects::{DataObjects, ObjectData};
 use crate::peer::{MdsConnection, PEER_TIMEOUT};
 use crate::pools::{Pools, PrecreateConfig};
 use crate::rename_lock::{self, LockHolder, RenameLock};
@@ -117,6 +117,18 @@ struct FileData {
     size: u64,
     /// The latest data modification among its objects, ms since the epoch.
     modified_ms: u64,
+}
+
+impl FileData {
+    /// From the states of `layout`'s objects, in its order.
+    fn of<'a>(layout: &FileLayout, states: impl Iterator<Item = &'a ObjectData>) -> Result<FileData, FsError> {
+        let (mut lengths, mut modified_ms) = (Vec::with_capacity(layout.objects.len()), 0);
+        for d in states {
+            lengths.push(d.logical_len);
+            modified_ms = modified_ms.max(d.data_modified_ms);
+        }
+        Ok(FileData { size: layout.stripe.file_size(&lengths).ok_or(FsError::Io)?, modified_ms })
+    }
 }
 
 /// A regular file's attributes. Writes go from clients straight to the OSDs, never through
@@ -383,17 +395,13 @@ impl Mds {
     /// file's OSDs in parallel from a thread each was measured slower at stripe counts 2 to 4
     /// on the 2-core development machine: starting the threads cost more than the overlap won.)
     fn data_of(&self, layout: &FileLayout) -> Result<FileData, FsError> {
-        let mut lengths = Vec::with_capacity(layout.objects.len());
-        let mut modified_ms = 0;
-        for o in &layout.objects {
-            let d = self.objects.data_state(*o).map_err(|e| {
+        let states = layout.objects.iter().map(|o| {
+            self.objects.data_state(*o).map_err(|e| {
                 tracing::warn!(?o, %e, "cannot read object length");
                 FsError::Io
-            })?;
-            lengths.push(d.logical_len);
-            modified_ms = modified_ms.max(d.data_modified_ms);
-        }
-        Ok(FileData { size: layout.stripe.file_size(&lengths).ok_or(FsError::Io)?, modified_ms })
+            })
+        });
+        FileData::of(layout, states.collect::<Result<Vec<_>, _>>()?.iter())
     }
 
     /// Removes objects now journaled; failures stay journaled for the next drain.

@@ -9,8 +9,11 @@
 //!   element"). Each operation is one request through an open directory handle ([`Dir`]), as
 //!   a kernel client with a warm dentry cache sends it; "create by path" repeats the creates
 //!   through `Client::create(path)`, which walks the path from the root first.
-//! - Stripe sweep: one client creates, stats and removes files striped over 1..=N OSDs. A stat
-//!   reads every object's length, so it grows with the stripe count; a create need not.
+//! - Stripe sweep: one client creates, stats, lists and removes files striped over 1..=N
+//!   OSDs. A stat reads every object's length, so it grows with the stripe count; a create
+//!   need not. A listing (readdir with attributes) reads the same lengths for a whole page of
+//!   files at once; its entries per second are set against the stats per second of the same
+//!   files, the baseline of one request per file.
 //! - Baselines, same run: a raw durable SQLite insert on the same disk with the server's
 //!   settings, and an empty round trip to the metadata server from the same number of clients
 //!   (`baseline.rs`).
@@ -41,6 +44,8 @@ use crate::units::parse_positive;
 const STRIPE_UNIT: u64 = 1 << 20;
 /// Untimed creates and unlinks per client before a sweep point.
 const WARMUP: usize = 20;
+/// Listings of each stripe sweep point's directory.
+const LISTINGS: usize = 3;
 /// Creates of each kind in the paced section (each paced one waits [`paced::PAUSE`] first).
 const PACED_FILES: usize = 2000;
 
@@ -192,7 +197,7 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
         report.summary("goal_20000_creates_per_sec_4_clients", rate >= 20_000.0);
     }
 
-    let mut stripe_series = [Vec::new(), Vec::new(), Vec::new()];
+    let mut stripe_series = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
     for count in 1..=args.osds {
         let top = format!("/stripes{count}");
         let workers = open_workers(&admin, &config, &top, 1, count)?;
@@ -201,6 +206,12 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
             Ok(())
         })?;
         let stat = phase::run(&workers, stripe_files, |(c, _, d), i| Ok(d.stat(&name(*c, i)).map(drop)?))?;
+        // The same attributes for every file at once: a listing, against the stats above.
+        let listing = phase::run(&workers, LISTINGS, |(_, _, d), _| {
+            let entries = d.readdir()?;
+            anyhow::ensure!(entries.len() == stripe_files, "{top}: listed {} entries of {stripe_files}", entries.len());
+            Ok(())
+        })?;
         let remove = phase::run(&workers, stripe_files, |(c, _, d), i| Ok(d.unlink(&name(*c, i))?))?;
         for (series, (op, p)) in stripe_series.iter_mut().zip([("create", &create), ("stat", &stat), ("remove", &remove)]) {
             report.row(json!({"section": "stripes", "op": op, "clients": 1, "stripe_count": count,
@@ -208,6 +219,13 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
             series.push((count as f64, p.median_us()));
             report.summary(&format!("{op}_median_us_stripes_{count}"), p.median_us());
         }
+        let entries_per_sec = listing.ops_per_sec() * stripe_files as f64;
+        let entry_us = listing.median_us() / stripe_files as f64;
+        report.row(json!({"section": "stripes", "op": "readdir, per entry", "clients": 1, "stripe_count": count,
+            "ops_per_sec": entries_per_sec, "median_us": entry_us, "over_stat": entries_per_sec / stat.ops_per_sec()}));
+        stripe_series[3].push((count as f64, entry_us));
+        report.summary(&format!("readdir_entries_per_sec_stripes_{count}"), entries_per_sec);
+        report.summary(&format!("readdir_entries_over_stats_stripes_{count}"), entries_per_sec / stat.ops_per_sec());
         admin.rmdir(&top)?;
     }
     cluster.stop()?;
@@ -237,7 +255,7 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
 
     report.print_table(
         "Metadata operations (seed 002 slides: create latency, create throughput, stat against I/O elements)",
-        &["section", "op", "clients", "stripe_count", "ops_per_sec", "median_us", "p99_us", "over_round_trip", "mds_cpu_us_per_op"],
+        &["section", "op", "clients", "stripe_count", "ops_per_sec", "median_us", "p99_us", "over_round_trip", "over_stat", "mds_cpu_us_per_op"],
     );
     report.print_summary();
     let paths = OutputPaths::resolve("meta", common.json.as_deref(), &common.out);
@@ -255,11 +273,11 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
         ],
     )?;
     let stripes_png = stripes_plot_path(&paths.png);
-    let [create, stat, remove] = stripe_series;
+    let [create, stat, remove, listed] = stripe_series;
     plot_lines(
         &stripes_png,
         &Axes { title: "Median latency against stripe count (1 client)", x_label: "stripe count (OSDs per file)", y_label: "latency (us)", log_x: false, log_y: false },
-        &[series("create", create), series("stat", stat), series("remove", remove)],
+        &[series("create", create), series("stat", stat), series("remove", remove), series("readdir, per entry", listed)],
     )?;
     println!("\nwrote {}, {} and {}", paths.json.display(), paths.png.display(), stripes_png.display());
     Ok(())
