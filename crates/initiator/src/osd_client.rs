@@ -263,7 +263,17 @@ impl<T: ScsiTransport> OsdClient<T> {
     /// reply) instead of a fresh allocation.
     pub fn execute_with_buffer(&self, builder: &OsdRequestBuilder<'_>, buffer: Vec<u8>) -> Result<OsdReply, OsdError> {
         let credential = self.credentials.as_ref().and_then(|s| s.credential(&builder.command));
-        self.execute_signed(builder, credential.as_deref(), Landing::Buffer(buffer)).map(|(r, _)| r)
+        self.execute_signed(builder, credential.as_deref(), Landing::Buffer(buffer), None).map(|(r, _)| r)
+    }
+
+    /// [`OsdClient::execute`] that runs `meanwhile` once the command has left and before its
+    /// answer is awaited (at most once, also when the command is resent), so that the caller
+    /// can have other commands in flight with it, on other OSDs, without a thread. On a
+    /// transport that cannot overlap it runs first; on an error before the command left it
+    /// does not run.
+    pub fn execute_meanwhile(&self, builder: &OsdRequestBuilder<'_>, meanwhile: &mut dyn FnMut()) -> Result<OsdReply, OsdError> {
+        let credential = self.credentials.as_ref().and_then(|s| s.credential(&builder.command));
+        self.execute_signed(builder, credential.as_deref(), Landing::Buffer(Vec::new()), Some(meanwhile)).map(|(r, _)| r)
     }
 
     /// [`OsdClient::execute`], receiving the command data (Data-In from offset 0) straight
@@ -274,15 +284,21 @@ impl<T: ScsiTransport> OsdClient<T> {
     /// error `lent` holds whatever arrived and must not be used.
     pub fn execute_lent(&self, builder: &OsdRequestBuilder<'_>, lent: &mut [&mut [u8]]) -> Result<(OsdReply, usize), OsdError> {
         let credential = self.credentials.as_ref().and_then(|s| s.credential(&builder.command));
-        self.execute_signed(builder, credential.as_deref(), Landing::Lent(lent))
+        self.execute_signed(builder, credential.as_deref(), Landing::Lent(lent), None)
     }
 
     /// [`OsdClient::execute`] signed with `credential`, whatever the client's own source says.
     pub fn execute_as(&self, builder: &OsdRequestBuilder<'_>, credential: &Credential) -> Result<OsdReply, OsdError> {
-        self.execute_signed(builder, Some(credential), Landing::Buffer(Vec::new())).map(|(r, _)| r)
+        self.execute_signed(builder, Some(credential), Landing::Buffer(Vec::new()), None).map(|(r, _)| r)
     }
 
-    fn execute_signed(&self, builder: &OsdRequestBuilder<'_>, credential: Option<&Credential>, mut landing: Landing<'_, '_>) -> Result<(OsdReply, usize), OsdError> {
+    fn execute_signed(
+        &self,
+        builder: &OsdRequestBuilder<'_>,
+        credential: Option<&Credential>,
+        mut landing: Landing<'_, '_>,
+        mut also: Option<&mut dyn FnMut()>,
+    ) -> Result<(OsdReply, usize), OsdError> {
         let service_action = builder.command.service_action();
         let mut attempts = 0;
         // Each attempt is signed afresh: a resent command needs a new nonce.
@@ -297,6 +313,9 @@ impl<T: ScsiTransport> OsdClient<T> {
                 let mut meanwhile = || {
                     if let Some(s) = signed.as_mut() {
                         s.prepare_good_answer(placement);
+                    }
+                    if let Some(also) = also.take() {
+                        also();
                     }
                 };
                 match &mut landing {

@@ -83,3 +83,46 @@ fn a_lost_connection_is_retried_on_a_reinstated_session() {
     assert_eq!(run(&session, &cdb(OP_GET, 2), &[], big.len() as u32).data_in, big);
     handle.shutdown();
 }
+
+/// Goal: `execute_into_meanwhile` runs its `meanwhile` exactly once per call, after the
+/// command has left, also when the connection is lost and the command is resent on a
+/// reinstated session; and `meanwhile` may run other commands on the same session (as the
+/// metadata server has a file's GET ATTRIBUTES in flight together). Method: the relay above;
+/// `meanwhile` counts its runs and GETs the key being PUT, which the target, running a
+/// connection's commands in order, answers with the PUT's data only if the PUT left first.
+#[test]
+fn meanwhile_runs_once_across_a_retry_and_may_run_commands() {
+    let server = TargetServer::bind(TargetConfig::new(TARGET, "127.0.0.1:0"), Arc::new(ScsiFront::new(Ram::default()))).unwrap();
+    let handle = server.spawn();
+    let relay = Relay::start(handle.local_addr().unwrap(), Direction::ToTarget, Fault::StallAfter(60_000));
+    let session = ReconnectingSession::new(&relay.addr.to_string(), SessionConfig::new("iqn.2026-11.org.tessera.test:mds", TARGET));
+    assert_eq!(run(&session, &cdb(OP_PUT, 1), &[b"first"], 0).status, ScsiStatus::Good);
+
+    let (mut runs, mut got) = (0, Vec::new());
+    let put = cdb(OP_PUT, 2);
+    let request = ScsiRequest { lun: 0, cdb: &put, data_out: &[b"second"], data_in_len: 0 };
+    let r = session
+        .execute_into_meanwhile(&request, Vec::new(), &mut || {
+            runs += 1;
+            got.push(run(&session, &cdb(OP_GET, 2), &[], 6).data_in);
+        })
+        .unwrap();
+    assert_eq!((r.status, runs, got), (ScsiStatus::Good, 1, vec![b"second".to_vec()]), "a command inside another's meanwhile, after it");
+
+    relay.arm();
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i * 11 + i / 253) as u8).collect();
+    let put = cdb(OP_PUT, 3);
+    let data: [&[u8]; 1] = [&big];
+    let request = ScsiRequest { lun: 0, cdb: &put, data_out: &data, data_in_len: 0 };
+    let mut runs = 0;
+    let r = session.execute_into_meanwhile(&request, Vec::new(), &mut || runs += 1).unwrap();
+    assert_eq!(runs, 1, "meanwhile ran once although the command went out twice");
+    assert_eq!(handle.reinstated_sessions(), 1, "the connection was lost and the session reinstated");
+    // The resent PUT may have met the new session's unit attention; then it goes once more.
+    if r.status != ScsiStatus::Good {
+        assert_eq!(run(&session, &put, &data, 0).status, ScsiStatus::Good);
+    }
+    assert_eq!(run(&session, &cdb(OP_GET, 3), &[], big.len() as u32).data_in, big);
+    assert_eq!(run(&session, &cdb(OP_GET, 2), &[], 6).data_in, b"second");
+    handle.shutdown();
+}

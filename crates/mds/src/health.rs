@@ -323,6 +323,21 @@ impl DataObjects for Watched {
         self.on(object.osd, |o| o.data_state(object))
     }
 
+    /// Silent OSDs' objects fail at once; the others' are asked together.
+    fn data_states(&self, objects: &[ObjectRef]) -> Vec<Result<ObjectData, ObjectsError>> {
+        let silent: Vec<bool> = objects.iter().map(|o| self.health.is_silent(o.osd)).collect();
+        let asked: Vec<ObjectRef> = objects.iter().zip(&silent).filter(|(_, s)| !**s).map(|(o, _)| *o).collect();
+        let mut answers = self.inner.data_states(&asked).into_iter();
+        objects
+            .iter()
+            .zip(silent)
+            .map(|(o, silent)| match if silent { None } else { answers.next() } {
+                Some(answer) => self.note(o.osd, answer),
+                None => Err(ObjectsError::Unavailable { osd: o.osd }),
+            })
+            .collect()
+    }
+
     fn set_logical_len(&self, object: ObjectRef, len: u64) -> Result<(), ObjectsError> {
         self.on(object.osd, |o| o.set_logical_len(object, len))
     }

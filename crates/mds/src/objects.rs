@@ -92,6 +92,11 @@ pub trait DataObjects: Send + Sync {
     /// The logical length and when the data last changed (timestamps page, attribute 0x5), in
     /// one command.
     fn data_state(&self, object: ObjectRef) -> Result<ObjectData, ObjectsError>;
+    /// [`DataObjects::data_state`] of each of `objects`, in order; an implementation may have
+    /// them all in flight at once.
+    fn data_states(&self, objects: &[ObjectRef]) -> Vec<Result<ObjectData, ObjectsError>> {
+        objects.iter().map(|o| self.data_state(*o)).collect()
+    }
     /// Sets the logical length (truncate or extend with a hole).
     fn set_logical_len(&self, object: ObjectRef, len: u64) -> Result<(), ObjectsError>;
     /// Every user object id in OSD `osd`'s data partition (for repair).
@@ -230,23 +235,18 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
     }
 
     fn data_state(&self, object: ObjectRef) -> Result<ObjectData, ObjectsError> {
-        let (client, addr) = self.addr(object)?;
-        let attrs = client.get_attributes(addr, &[USER_OBJECT_LOGICAL_LENGTH, USER_OBJECT_DATA_MODIFIED])?;
-        let value = |id, what| {
-            attrs.iter().find(|a| a.id == id).and_then(|a| a.value.as_deref()).and_then(tessera_osd_proto::pages::value_u64).ok_or_else(
-                || {
-                    ObjectsError::from(OsdError::Missing {
-                        peer: client.peer(),
-                        service_action: tessera_osd_proto::ServiceAction::GetAttributes,
-                        what,
-                    })
-                },
-            )
-        };
-        Ok(ObjectData {
-            logical_len: value(USER_OBJECT_LOGICAL_LENGTH, "the logical length")?,
-            data_modified_ms: value(USER_OBJECT_DATA_MODIFIED, "the data modified time")?,
-        })
+        self.data_state_meanwhile(object, &mut || {})
+    }
+
+    /// Up to [`IN_FLIGHT_MAX`] commands in flight at once, from this thread: each object's
+    /// GET ATTRIBUTES goes out while the one before it waits (`chain_states`).
+    fn data_states(&self, objects: &[ObjectRef]) -> Vec<Result<ObjectData, ObjectsError>> {
+        let mut out: Vec<Option<Result<ObjectData, ObjectsError>>> = objects.iter().map(|_| None).collect();
+        for (objects, out) in objects.chunks(IN_FLIGHT_MAX).zip(out.chunks_mut(IN_FLIGHT_MAX)) {
+            self.chain_states(objects, out);
+        }
+        // A command that failed before it left sent none of those after it: one at a time.
+        objects.iter().zip(out).map(|(o, state)| state.unwrap_or_else(|| self.data_state(*o))).collect()
     }
 
     fn set_logical_len(&self, object: ObjectRef, len: u64) -> Result<(), ObjectsError> {
@@ -274,10 +274,43 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
     }
 }
 
+/// Commands one `data_states` call has in flight at once (and so the depth of its chain).
+const IN_FLIGHT_MAX: usize = 16;
+
 /// One listed object's values of the attributes asked for, in the order asked.
 type Values = Vec<Option<u64>>;
 
 impl<T: ScsiTransport> OsdObjects<T> {
+    /// The object's [`ObjectData`], running `meanwhile` while its command is in flight.
+    fn data_state_meanwhile(&self, object: ObjectRef, meanwhile: &mut dyn FnMut()) -> Result<ObjectData, ObjectsError> {
+        let (client, addr) = self.addr(object)?;
+        let attrs = client.get_attributes_meanwhile(addr, &[USER_OBJECT_LOGICAL_LENGTH, USER_OBJECT_DATA_MODIFIED], meanwhile)?;
+        let value = |id, what| {
+            attrs.iter().find(|a| a.id == id).and_then(|a| a.value.as_deref()).and_then(tessera_osd_proto::pages::value_u64).ok_or_else(
+                || {
+                    ObjectsError::from(OsdError::Missing {
+                        peer: client.peer(),
+                        service_action: tessera_osd_proto::ServiceAction::GetAttributes,
+                        what,
+                    })
+                },
+            )
+        };
+        Ok(ObjectData {
+            logical_len: value(USER_OBJECT_LOGICAL_LENGTH, "the logical length")?,
+            data_modified_ms: value(USER_OBJECT_DATA_MODIFIED, "the data modified time")?,
+        })
+    }
+
+    /// Sends the first object's command, then the rest's (recursively) while it is in flight,
+    /// then waits for its answer: every command in flight at once, no thread. A slot stays
+    /// empty when its command was never sent.
+    fn chain_states(&self, objects: &[ObjectRef], out: &mut [Option<Result<ObjectData, ObjectsError>>]) {
+        let (Some((first, rest)), Some((slot, rest_out))) = (objects.split_first(), out.split_first_mut()) else { return };
+        let mut send_rest = || self.chain_states(rest, rest_out);
+        *slot = Some(self.data_state_meanwhile(*first, &mut send_rest));
+    }
+
     /// The user objects with ids in `ids`, ascending, each with the numeric values of `attrs`
     /// (in that order; `None` where the OSD reported none). One LIST with attributes per page,
     /// from `ids.start`, stopping at the first page that reaches `ids.end`.

@@ -72,6 +72,26 @@ impl ScsiTransport for ReconnectingSession {
         }
     }
 
+    /// `meanwhile` runs at most once: on the first attempt's command, or if that one failed
+    /// before it left, on the retry's.
+    fn execute_into_meanwhile(&self, request: &ScsiRequest<'_>, buffer: Vec<u8>, meanwhile: &mut dyn FnMut()) -> Result<ScsiResponse, TransportError> {
+        let session = self.session()?;
+        let mut ran = false;
+        let mut once = || {
+            if !std::mem::replace(&mut ran, true) {
+                meanwhile();
+            }
+        };
+        match session.execute_into_meanwhile(request, buffer, &mut once) {
+            Err(e) if connection_lost(&e) => {
+                warn!(peer = %self.addr, error = %e, "OSD connection lost; logging in again");
+                self.retire(&session);
+                self.session()?.execute_into_meanwhile(request, Vec::new(), &mut once)
+            }
+            other => other,
+        }
+    }
+
     fn peer(&self) -> String {
         self.addr.clone()
     }

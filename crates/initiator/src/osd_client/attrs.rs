@@ -36,6 +36,18 @@ impl<T: ScsiTransport> OsdClient<T> {
         Ok(reply.attrs().to_vec())
     }
 
+    /// [`OsdClient::get_attributes`] running `meanwhile` while the command is in flight (as
+    /// [`OsdClient::execute_meanwhile`]).
+    pub fn get_attributes_meanwhile(&self, addr: ObjectAddr, ids: &[AttrId], meanwhile: &mut dyn FnMut()) -> Result<Vec<RetrievedAttr>, OsdError> {
+        let make = |allocation_len| OsdRequestBuilder::new(Command::GetAttributes { addr }).get_attrs(GetAttrs::List { ids: ids.to_vec(), allocation_len });
+        let reply = self.execute_meanwhile(&make(FIRST_ALLOCATION), meanwhile)?;
+        let reply = match &reply.retrieved {
+            Some(list) if list.truncated && list.full_len <= ATTR_LIST_LEN_MAX as u64 => self.execute(&make(list.full_len as u32))?,
+            _ => reply,
+        };
+        Ok(reply.attrs().to_vec())
+    }
+
     /// GET ATTRIBUTES (page format): every attribute of `page`.
     pub fn get_attribute_page(&self, addr: ObjectAddr, page: u32) -> Result<Vec<RetrievedAttr>, OsdError> {
         let reply = self.get_with_retry(|allocation_len| {

@@ -1,0 +1,73 @@
+//! Goal: `DataObjects::data_states`, which has a file's GET ATTRIBUTES in flight at once,
+//! answers each object in order exactly as `data_state` one at a time does: lengths where the
+//! object exists, the refusal where it does not, `UnknownOsd` for an index past the cluster
+//! map, and the others still answered after a failure, also past one chain's worth of
+//! commands. Method: three real OSD targets on loopback, reached over iSCSI through the
+//! sessions the metadata server uses (`ReconnectingSession`).
+
+use std::sync::Arc;
+
+use tessera_engine::{Engine, EngineConfig};
+use tessera_initiator::iscsi::{ReconnectingSession, SessionConfig};
+use tessera_initiator::osd_client::OsdClient;
+use tessera_mds::{DataObjects, ObjectData, ObjectsError, OsdObjects};
+use tessera_mds_proto::ObjectRef;
+use tessera_target::iscsi_server::{TargetConfig, TargetServer};
+use tessera_target::osd_lu::OsdCommandSet;
+use tessera_target::spc::ScsiFront;
+
+const PARTITION: u64 = 0x10000;
+
+/// What a state or its failure shows, comparable.
+fn shown(r: &Result<ObjectData, ObjectsError>) -> String {
+    match r {
+        Ok(d) => format!("length {}", d.logical_len),
+        Err(ObjectsError::UnknownOsd(i)) => format!("unknown osd {i}"),
+        Err(e) if e.refused() => "refused".into(),
+        Err(e) => format!("failed: {e}"),
+    }
+}
+
+#[test]
+fn states_asked_together_match_states_asked_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut nodes = Vec::new();
+    let mut servers = Vec::new();
+    for i in 0..3 {
+        let engine = Engine::open(&dir.path().join(format!("osd{i}")), EngineConfig::default()).unwrap();
+        let device = Arc::new(ScsiFront::new(Arc::new(OsdCommandSet::new(engine))));
+        let name = format!("iqn.2026-11.org.tessera.test:states{i}");
+        let handle = TargetServer::bind(TargetConfig::new(&name, "127.0.0.1:0"), device).unwrap().spawn();
+        let addr = handle.local_addr().unwrap().to_string();
+        let client = OsdClient::new(ReconnectingSession::new(&addr, SessionConfig::new("iqn.2026-11.org.tessera.test:mds", &name)), 0);
+        client.create_partition(Some(PARTITION)).unwrap();
+        nodes.push((client, PARTITION));
+        servers.push(handle);
+    }
+    let objects = OsdObjects::new(nodes);
+    // 40 objects round the three OSDs, each with its own length.
+    let made: Vec<ObjectRef> = (0..40u64).map(|i| ObjectRef { osd: (i % 3) as u32, object_id: 0x10100 + i }).collect();
+    objects.create(&made).unwrap();
+    for (i, o) in made.iter().enumerate() {
+        objects.set_logical_len(*o, 1000 + i as u64 * 17).unwrap();
+    }
+
+    let mut asked = made.clone();
+    asked.insert(3, ObjectRef { osd: 1, object_id: 0x19999 }); // never made
+    asked.insert(0, ObjectRef { osd: 7, object_id: 0x10100 }); // no such OSD: fails before it is sent
+    asked.insert(20, ObjectRef { osd: 5, object_id: 0x10101 });
+    asked.push(made[0]);
+    let together: Vec<String> = objects.data_states(&asked).iter().map(shown).collect();
+    let one_by_one: Vec<String> = asked.iter().map(|o| shown(&objects.data_state(*o))).collect();
+    assert_eq!(together, one_by_one);
+    assert_eq!(together[0], "unknown osd 7");
+    assert_eq!(together[1], "length 1000");
+    assert_eq!(together[4], "refused", "the object never made");
+    assert_eq!(together[20], "unknown osd 5");
+    assert_eq!(together.last().unwrap(), "length 1000");
+    assert_eq!(together.iter().filter(|s| s.starts_with("length")).count(), 41);
+    assert!(objects.data_states(&[]).is_empty());
+    for s in servers {
+        s.shutdown();
+    }
+}
