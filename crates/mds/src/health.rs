@@ -261,6 +261,22 @@ impl Watched {
         self.note(osd, op(self.inner.as_ref()))
     }
 
+    /// `op` on the objects whose OSDs are not silent, all at once, each outcome recorded; the
+    /// silent OSDs' objects fail at once, as in [`Watched::on`]. Outcomes in `objects`' order.
+    fn together<T>(&self, objects: &[ObjectRef], op: impl FnOnce(&[ObjectRef]) -> Vec<Result<T, ObjectsError>>) -> Vec<Result<T, ObjectsError>> {
+        let silent: Vec<bool> = objects.iter().map(|o| self.health.is_silent(o.osd)).collect();
+        let asked: Vec<ObjectRef> = objects.iter().zip(&silent).filter(|(_, s)| !**s).map(|(o, _)| *o).collect();
+        let mut answers = op(&asked).into_iter();
+        objects
+            .iter()
+            .zip(silent)
+            .map(|(o, silent)| match if silent { None } else { answers.next() } {
+                Some(answer) => self.note(o.osd, answer),
+                None => Err(ObjectsError::Unavailable { osd: o.osd }),
+            })
+            .collect()
+    }
+
     /// Asks `osd` for its usage whatever its state, on the probe's path, and records the
     /// outcome.
     pub fn probe(&self, osd: u32) -> Result<OsdUsage, ObjectsError> {
@@ -315,6 +331,11 @@ impl DataObjects for Watched {
         self.on(object.osd, |o| o.remove(object))
     }
 
+    /// Silent OSDs' objects fail at once; the others' are removed together.
+    fn remove_all(&self, objects: &[ObjectRef]) -> Vec<Result<(), ObjectsError>> {
+        self.together(objects, |asked| self.inner.remove_all(asked))
+    }
+
     fn logical_len(&self, object: ObjectRef) -> Result<u64, ObjectsError> {
         self.on(object.osd, |o| o.logical_len(object))
     }
@@ -325,17 +346,7 @@ impl DataObjects for Watched {
 
     /// Silent OSDs' objects fail at once; the others' are asked together.
     fn data_states(&self, objects: &[ObjectRef]) -> Vec<Result<ObjectData, ObjectsError>> {
-        let silent: Vec<bool> = objects.iter().map(|o| self.health.is_silent(o.osd)).collect();
-        let asked: Vec<ObjectRef> = objects.iter().zip(&silent).filter(|(_, s)| !**s).map(|(o, _)| *o).collect();
-        let mut answers = self.inner.data_states(&asked).into_iter();
-        objects
-            .iter()
-            .zip(silent)
-            .map(|(o, silent)| match if silent { None } else { answers.next() } {
-                Some(answer) => self.note(o.osd, answer),
-                None => Err(ObjectsError::Unavailable { osd: o.osd }),
-            })
-            .collect()
+        self.together(objects, |asked| self.inner.data_states(asked))
     }
 
     fn set_logical_len(&self, object: ObjectRef, len: u64) -> Result<(), ObjectsError> {

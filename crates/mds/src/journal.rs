@@ -29,7 +29,11 @@ use crate::store::files::object_server;
 /// by a crash before that step only costs a harmless second REMOVE). Returns how many are
 /// still journaled.
 pub fn drain(ns: &Namespace, objects: &dyn DataObjects, list: &[ObjectRef]) -> usize {
-    apply_then_clear(ns, list, "object removal", |o| objects.remove(o), |s, done| s.clear_pending(done))
+    // The removes in flight together; then each row is cleared as its own outcome says.
+    let mut outcomes = objects.remove_all(list).into_iter();
+    // (An outcome missing, against the contract, keeps its row: a removal is never assumed.)
+    let mut next = |o: ObjectRef| outcomes.next().unwrap_or(Err(ObjectsError::Unavailable { osd: o.osd }));
+    apply_then_clear(ns, list, "object removal", &mut next, |s, done| s.clear_pending(done))
 }
 
 /// The shape of every journal here: apply each row's action, then clear the rows whose action
@@ -39,7 +43,7 @@ pub(crate) fn apply_then_clear<T: Copy + std::fmt::Debug>(
     ns: &Namespace,
     list: &[T],
     what: &str,
-    act: impl Fn(T) -> Result<(), ObjectsError>,
+    mut act: impl FnMut(T) -> Result<(), ObjectsError>,
     clear: impl FnOnce(&mut Store, &[T]) -> Result<(), FsError>,
 ) -> usize {
     let mut done = Vec::with_capacity(list.len());

@@ -87,6 +87,11 @@ pub trait DataObjects: Send + Sync {
     }
     /// Removes one object; an object that does not exist counts as removed.
     fn remove(&self, object: ObjectRef) -> Result<(), ObjectsError>;
+    /// [`DataObjects::remove`] of each of `objects`, outcomes in order; an implementation may
+    /// have them all in flight at once.
+    fn remove_all(&self, objects: &[ObjectRef]) -> Vec<Result<(), ObjectsError>> {
+        objects.iter().map(|o| self.remove(*o)).collect()
+    }
     /// The object's logical length (OSD-2 user object information page, attribute 0x82).
     fn logical_len(&self, object: ObjectRef) -> Result<u64, ObjectsError>;
     /// The logical length and when the data last changed (timestamps page, attribute 0x5), in
@@ -214,11 +219,12 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
     }
 
     fn remove(&self, object: ObjectRef) -> Result<(), ObjectsError> {
-        let (client, addr) = self.addr(object)?;
-        match client.remove(addr) {
-            Err(e) if is_absent(&e) => Ok(()),
-            other => Ok(other?),
-        }
+        self.remove_meanwhile(object, &mut || {})
+    }
+
+    /// Up to [`IN_FLIGHT_MAX`] commands in flight at once, from this thread ([`chained`]).
+    fn remove_all(&self, objects: &[ObjectRef]) -> Vec<Result<(), ObjectsError>> {
+        chained(objects, &|o, meanwhile| self.remove_meanwhile(o, meanwhile))
     }
 
     fn logical_len(&self, object: ObjectRef) -> Result<u64, ObjectsError> {
@@ -238,15 +244,9 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
         self.data_state_meanwhile(object, &mut || {})
     }
 
-    /// Up to [`IN_FLIGHT_MAX`] commands in flight at once, from this thread: each object's
-    /// GET ATTRIBUTES goes out while the one before it waits (`chain_states`).
+    /// Up to [`IN_FLIGHT_MAX`] commands in flight at once, from this thread ([`chained`]).
     fn data_states(&self, objects: &[ObjectRef]) -> Vec<Result<ObjectData, ObjectsError>> {
-        let mut out: Vec<Option<Result<ObjectData, ObjectsError>>> = objects.iter().map(|_| None).collect();
-        for (objects, out) in objects.chunks(IN_FLIGHT_MAX).zip(out.chunks_mut(IN_FLIGHT_MAX)) {
-            self.chain_states(objects, out);
-        }
-        // A command that failed before it left sent none of those after it: one at a time.
-        objects.iter().zip(out).map(|(o, state)| state.unwrap_or_else(|| self.data_state(*o))).collect()
+        chained(objects, &|o, meanwhile| self.data_state_meanwhile(o, meanwhile))
     }
 
     fn set_logical_len(&self, object: ObjectRef, len: u64) -> Result<(), ObjectsError> {
@@ -274,8 +274,33 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
     }
 }
 
-/// Commands one `data_states` call has in flight at once (and so the depth of its chain).
+/// Commands one [`chained`] call has in flight at once (and so the depth of its chain).
 const IN_FLIGHT_MAX: usize = 16;
+
+/// A command per object is a function of the object and of the work to run while its command
+/// is in flight.
+type Send1<'a, R> = &'a dyn Fn(ObjectRef, &mut dyn FnMut()) -> Result<R, ObjectsError>;
+
+/// `one(object)` for each object, outcomes in order, up to [`IN_FLIGHT_MAX`] commands in
+/// flight at once from this thread: each is sent while the one before it waits (a chain of
+/// `meanwhile`s, `OsdClient::execute_meanwhile`), so a file's objects on different OSDs are
+/// asked together without starting a thread.
+fn chained<R>(objects: &[ObjectRef], one: Send1<'_, R>) -> Vec<Result<R, ObjectsError>> {
+    let mut out: Vec<Option<Result<R, ObjectsError>>> = objects.iter().map(|_| None).collect();
+    for (objects, out) in objects.chunks(IN_FLIGHT_MAX).zip(out.chunks_mut(IN_FLIGHT_MAX)) {
+        chain(objects, out, one);
+    }
+    // A command that failed before it left sent none of those after it: one at a time.
+    objects.iter().zip(out).map(|(o, r)| r.unwrap_or_else(|| one(*o, &mut || {}))).collect()
+}
+
+/// Sends the first object's command, then the rest's (recursively) while it is in flight,
+/// then waits for its answer. A slot stays empty when its command was never sent.
+fn chain<R>(objects: &[ObjectRef], out: &mut [Option<Result<R, ObjectsError>>], one: Send1<'_, R>) {
+    let (Some((first, rest)), Some((slot, rest_out))) = (objects.split_first(), out.split_first_mut()) else { return };
+    let mut send_rest = || chain(rest, rest_out, one);
+    *slot = Some(one(*first, &mut send_rest));
+}
 
 /// One listed object's values of the attributes asked for, in the order asked.
 type Values = Vec<Option<u64>>;
@@ -302,13 +327,13 @@ impl<T: ScsiTransport> OsdObjects<T> {
         })
     }
 
-    /// Sends the first object's command, then the rest's (recursively) while it is in flight,
-    /// then waits for its answer: every command in flight at once, no thread. A slot stays
-    /// empty when its command was never sent.
-    fn chain_states(&self, objects: &[ObjectRef], out: &mut [Option<Result<ObjectData, ObjectsError>>]) {
-        let (Some((first, rest)), Some((slot, rest_out))) = (objects.split_first(), out.split_first_mut()) else { return };
-        let mut send_rest = || self.chain_states(rest, rest_out);
-        *slot = Some(self.data_state_meanwhile(*first, &mut send_rest));
+    /// REMOVE of `object`, running `meanwhile` while the command is in flight.
+    fn remove_meanwhile(&self, object: ObjectRef, meanwhile: &mut dyn FnMut()) -> Result<(), ObjectsError> {
+        let (client, addr) = self.addr(object)?;
+        match client.execute_meanwhile(&OsdRequestBuilder::new(Command::Remove { addr }), meanwhile) {
+            Err(e) if is_absent(&e) => Ok(()),
+            other => Ok(other.map(drop)?),
+        }
     }
 
     /// The user objects with ids in `ids`, ascending, each with the numeric values of `attrs`

@@ -2,7 +2,8 @@
 //! answers each object in order exactly as `data_state` one at a time does: lengths where the
 //! object exists, the refusal where it does not, `UnknownOsd` for an index past the cluster
 //! map, and the others still answered after a failure, also past one chain's worth of
-//! commands. Method: three real OSD targets on loopback, reached over iSCSI through the
+//! commands. `remove_all` likewise removes exactly the objects named, an absent one counting
+//! as removed. Method: three real OSD targets on loopback, reached over iSCSI through the
 //! sessions the metadata server uses (`ReconnectingSession`).
 
 use std::sync::Arc;
@@ -67,6 +68,26 @@ fn states_asked_together_match_states_asked_one_by_one() {
     assert_eq!(together.last().unwrap(), "length 1000");
     assert_eq!(together.iter().filter(|s| s.starts_with("length")).count(), 41);
     assert!(objects.data_states(&[]).is_empty());
+
+    // Removes in flight together: an absent object counts as removed, an unknown OSD fails,
+    // and exactly the objects named are gone.
+    let mut gone: Vec<ObjectRef> = made[..20].to_vec();
+    gone.insert(5, ObjectRef { osd: 9, object_id: 0x10100 });
+    gone.push(ObjectRef { osd: 1, object_id: 0x19999 });
+    let outcomes: Vec<String> = objects
+        .remove_all(&gone)
+        .iter()
+        .map(|r| match r {
+            Ok(()) => "removed".to_string(),
+            Err(e) => e.to_string(),
+        })
+        .collect();
+    let mut expected = vec!["removed".to_string(); gone.len()];
+    expected[5] = ObjectsError::UnknownOsd(9).to_string();
+    assert_eq!(outcomes, expected);
+    let after: Vec<String> = objects.data_states(&made).iter().map(shown).collect();
+    assert!(after[..20].iter().all(|s| s == "refused"), "{after:?}");
+    assert!(after[20..].iter().enumerate().all(|(i, s)| *s == format!("length {}", 1000 + (i as u64 + 20) * 17)), "{after:?}");
     for s in servers {
         s.shutdown();
     }
