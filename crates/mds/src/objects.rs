@@ -357,9 +357,14 @@ impl<T: ScsiTransport> OsdObjects<T> {
                 found.push((e.object_id, attrs.iter().map(value).collect()));
             }
             let next = page.continuation_oid;
-            if next == 0 || next >= ids.end || next == params.initial_oid {
+            if next == 0 || next >= ids.end {
                 found.sort_unstable_by_key(|(id, _)| *id);
                 return Ok(found);
+            }
+            if next <= params.initial_oid {
+                // No progress (a faulty OSD points back): an error, not a loop or a short list.
+                let what = "progress in the list";
+                return Err(OsdError::Missing { peer: client.peer(), service_action: tessera_osd_proto::ServiceAction::List, what }.into());
             }
             params.initial_oid = next;
             params.list_id = page.list_id;

@@ -144,8 +144,9 @@ impl<T: ScsiTransport> OsdClient<T> {
             if page.continuation_oid == 0 {
                 return Ok(ids);
             }
-            if page.entries.is_empty() && page.continuation_oid == params.initial_oid {
-                // The allocation cannot hold a single entry: stop rather than loop forever.
+            if page.continuation_oid <= params.initial_oid {
+                // No progress (the allocation cannot hold a single entry, or a faulty target
+                // points back): stop rather than loop forever.
                 return Err(OsdError::Missing { peer: self.peer(), service_action: ServiceAction::List, what: "progress in the list" });
             }
             params.initial_oid = page.continuation_oid;

@@ -157,6 +157,39 @@ fn list_follows_continuations() {
     assert_eq!(c.list_all(pid).unwrap(), ids);
 }
 
+/// A target whose every LIST names one object and a continuation that points back, behind
+/// the id it started from: a faulty or hostile target. After 100 LISTs it ends the list, so
+/// a client that kept following it stops too (with far too many ids) instead of hanging.
+struct BackwardsLists(Mutex<u32>);
+
+impl ScsiTransport for BackwardsLists {
+    fn execute(&self, _request: &ScsiRequest<'_>) -> Result<ScsiResponse, TransportError> {
+        let mut calls = self.0.lock().unwrap();
+        *calls += 1;
+        let continuation_oid = if *calls > 100 { 0 } else { 0x10002 };
+        let result = tessera_osd_proto::ListResult {
+            continuation_oid,
+            entries: vec![tessera_osd_proto::ListEntry { object_id: 0x10004, attrs: vec![] }],
+            ..Default::default()
+        };
+        Ok(ScsiResponse { status: tessera_scsi::ScsiStatus::Good, data_in: result.encode(), sense: None, residual: 0 })
+    }
+
+    fn peer(&self) -> String {
+        "backwards".to_string()
+    }
+}
+
+/// Goal: following a list's continuations ends when a continuation does not move forward,
+/// with an error naming the target, rather than looping forever.
+#[test]
+fn a_list_whose_continuation_points_back_ends_with_an_error() {
+    let c = OsdClient::new(BackwardsLists(Mutex::new(0)), 0);
+    let err = c.list_all_from(0x10000, 0x10004).unwrap_err().to_string();
+    assert!(err.contains("backwards") && err.contains("progress in the list"), "{err}");
+    assert_eq!(*c.transport().0.lock().unwrap(), 1, "one LIST, then the backward continuation stops it");
+}
+
 /// Goal: a refusal names the peer, the command and the object, and carries the sense.
 #[test]
 fn sense_errors_name_the_object() {
