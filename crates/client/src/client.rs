@@ -255,7 +255,8 @@ impl Inner {
             let request = Request::ReadDir { dir: ino, after, max_entries: READDIR_PAGE };
             match self.call(ino, "readdir", path, request)? {
                 Reply::DirPage { entries, more } => {
-                    let progressed = !entries.is_empty();
+                    // A page must move past the last name (a faulty server could repeat one).
+                    let progressed = entries.last().is_some_and(|e| out.last().is_none_or(|l| e.name > l.name));
                     out.extend(entries);
                     if !more || !progressed {
                         return Ok(out);
