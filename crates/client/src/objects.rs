@@ -22,6 +22,11 @@ fn each_object<R: Send>(
     op: impl Fn(usize, &Lease, ObjectAddr) -> Result<R, OsdError> + Sync,
 ) -> Result<Vec<R>, ClientError> {
     let addrs = layout.objects.iter().map(|o| pool.object_addr(o.osd, o.object_id, path)).collect::<Result<Vec<_>, _>>()?;
+    if let ([object], [addr]) = (layout.objects.as_slice(), addrs.as_slice()) {
+        // One object: on the caller's thread; a thread would cost more than the command.
+        let lease = pool.lease(object.osd, object.object_id, path)?;
+        return Ok(vec![op(0, &lease, *addr).map_err(|e| pool.fail(&lease, object.object_id, e))?]);
+    }
     let results: Mutex<Vec<Option<Result<R, ClientError>>>> = Mutex::new((0..layout.objects.len()).map(|_| None).collect());
     std::thread::scope(|scope| {
         for (slot, (object, &addr)) in layout.objects.iter().zip(&addrs).enumerate() {
