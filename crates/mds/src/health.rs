@@ -353,6 +353,17 @@ impl DataObjects for Watched {
         self.on(object.osd, |o| o.set_logical_len(object, len))
     }
 
+    /// Silent OSDs' objects fail at once; the others' are set together.
+    fn set_logical_lens(&self, lengths: &[(ObjectRef, u64)]) -> Vec<Result<(), ObjectsError>> {
+        let objects: Vec<ObjectRef> = lengths.iter().map(|(o, _)| *o).collect();
+        self.together(&objects, |asked| {
+            // `asked` keeps `lengths`' order, less the silent OSDs' objects.
+            let mut rest = lengths.iter();
+            let pairs: Vec<(ObjectRef, u64)> = asked.iter().filter_map(|a| rest.find(|(o, _)| o == a).copied()).collect();
+            self.inner.set_logical_lens(&pairs)
+        })
+    }
+
     fn list(&self, osd: u32) -> Result<Vec<u64>, ObjectsError> {
         self.on(osd, |o| o.list(osd))
     }

@@ -104,6 +104,11 @@ pub trait DataObjects: Send + Sync {
     }
     /// Sets the logical length (truncate or extend with a hole).
     fn set_logical_len(&self, object: ObjectRef, len: u64) -> Result<(), ObjectsError>;
+    /// [`DataObjects::set_logical_len`] of each (object, length), outcomes in order; an
+    /// implementation may have them all in flight at once.
+    fn set_logical_lens(&self, lengths: &[(ObjectRef, u64)]) -> Vec<Result<(), ObjectsError>> {
+        lengths.iter().map(|(o, len)| self.set_logical_len(*o, *len)).collect()
+    }
     /// Every user object id in OSD `osd`'s data partition (for repair).
     fn list(&self, osd: u32) -> Result<Vec<u64>, ObjectsError>;
     /// The user objects on OSD `osd` whose ids fall in `ids`, in ascending order, each with
@@ -224,7 +229,7 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
 
     /// Up to [`IN_FLIGHT_MAX`] commands in flight at once, from this thread ([`chained`]).
     fn remove_all(&self, objects: &[ObjectRef]) -> Vec<Result<(), ObjectsError>> {
-        chained(objects, &|o, meanwhile| self.remove_meanwhile(o, meanwhile))
+        chained(objects, &|_, o, meanwhile| self.remove_meanwhile(o, meanwhile))
     }
 
     fn logical_len(&self, object: ObjectRef) -> Result<u64, ObjectsError> {
@@ -246,13 +251,17 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
 
     /// Up to [`IN_FLIGHT_MAX`] commands in flight at once, from this thread ([`chained`]).
     fn data_states(&self, objects: &[ObjectRef]) -> Vec<Result<ObjectData, ObjectsError>> {
-        chained(objects, &|o, meanwhile| self.data_state_meanwhile(o, meanwhile))
+        chained(objects, &|_, o, meanwhile| self.data_state_meanwhile(o, meanwhile))
     }
 
     fn set_logical_len(&self, object: ObjectRef, len: u64) -> Result<(), ObjectsError> {
-        let (client, addr) = self.addr(object)?;
-        let attr = Attribute { id: USER_OBJECT_LOGICAL_LENGTH, value: len.to_be_bytes().to_vec() };
-        Ok(client.set_attributes(addr, &[attr])?)
+        self.set_logical_len_meanwhile(object, len, &mut || {})
+    }
+
+    /// Up to [`IN_FLIGHT_MAX`] commands in flight at once, from this thread ([`chained`]).
+    fn set_logical_lens(&self, lengths: &[(ObjectRef, u64)]) -> Vec<Result<(), ObjectsError>> {
+        let objects: Vec<ObjectRef> = lengths.iter().map(|(o, _)| *o).collect();
+        chained(&objects, &|i, o, meanwhile| self.set_logical_len_meanwhile(o, lengths[i].1, meanwhile))
     }
 
     fn list(&self, osd: u32) -> Result<Vec<u64>, ObjectsError> {
@@ -277,9 +286,9 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
 /// Commands one [`chained`] call has in flight at once (and so the depth of its chain).
 const IN_FLIGHT_MAX: usize = 16;
 
-/// A command per object is a function of the object and of the work to run while its command
-/// is in flight.
-type Send1<'a, R> = &'a dyn Fn(ObjectRef, &mut dyn FnMut()) -> Result<R, ObjectsError>;
+/// A command per object is a function of the object (and its index in the list) and of the
+/// work to run while its command is in flight.
+type Send1<'a, R> = &'a dyn Fn(usize, ObjectRef, &mut dyn FnMut()) -> Result<R, ObjectsError>;
 
 /// `one(object)` for each object, outcomes in order, up to [`IN_FLIGHT_MAX`] commands in
 /// flight at once from this thread: each is sent while the one before it waits (a chain of
@@ -287,19 +296,19 @@ type Send1<'a, R> = &'a dyn Fn(ObjectRef, &mut dyn FnMut()) -> Result<R, Objects
 /// asked together without starting a thread.
 fn chained<R>(objects: &[ObjectRef], one: Send1<'_, R>) -> Vec<Result<R, ObjectsError>> {
     let mut out: Vec<Option<Result<R, ObjectsError>>> = objects.iter().map(|_| None).collect();
-    for (objects, out) in objects.chunks(IN_FLIGHT_MAX).zip(out.chunks_mut(IN_FLIGHT_MAX)) {
-        chain(objects, out, one);
+    for (k, (objects, out)) in objects.chunks(IN_FLIGHT_MAX).zip(out.chunks_mut(IN_FLIGHT_MAX)).enumerate() {
+        chain(k * IN_FLIGHT_MAX, objects, out, one);
     }
     // A command that failed before it left sent none of those after it: one at a time.
-    objects.iter().zip(out).map(|(o, r)| r.unwrap_or_else(|| one(*o, &mut || {}))).collect()
+    objects.iter().zip(out).enumerate().map(|(i, (o, r))| r.unwrap_or_else(|| one(i, *o, &mut || {}))).collect()
 }
 
 /// Sends the first object's command, then the rest's (recursively) while it is in flight,
 /// then waits for its answer. A slot stays empty when its command was never sent.
-fn chain<R>(objects: &[ObjectRef], out: &mut [Option<Result<R, ObjectsError>>], one: Send1<'_, R>) {
+fn chain<R>(at: usize, objects: &[ObjectRef], out: &mut [Option<Result<R, ObjectsError>>], one: Send1<'_, R>) {
     let (Some((first, rest)), Some((slot, rest_out))) = (objects.split_first(), out.split_first_mut()) else { return };
-    let mut send_rest = || chain(rest, rest_out, one);
-    *slot = Some(one(*first, &mut send_rest));
+    let mut send_rest = || chain(at + 1, rest, rest_out, one);
+    *slot = Some(one(at, *first, &mut send_rest));
 }
 
 /// One listed object's values of the attributes asked for, in the order asked.
@@ -325,6 +334,14 @@ impl<T: ScsiTransport> OsdObjects<T> {
             logical_len: value(USER_OBJECT_LOGICAL_LENGTH, "the logical length")?,
             data_modified_ms: value(USER_OBJECT_DATA_MODIFIED, "the data modified time")?,
         })
+    }
+
+    /// SET ATTRIBUTES of the logical length, running `meanwhile` while the command is in flight.
+    fn set_logical_len_meanwhile(&self, object: ObjectRef, len: u64, meanwhile: &mut dyn FnMut()) -> Result<(), ObjectsError> {
+        let (client, addr) = self.addr(object)?;
+        let mut set = OsdRequestBuilder::new(Command::SetAttributes { addr });
+        set.set_attrs = vec![Attribute { id: USER_OBJECT_LOGICAL_LENGTH, value: len.to_be_bytes().to_vec() }];
+        Ok(client.execute_meanwhile(&set, meanwhile).map(drop)?)
     }
 
     /// REMOVE of `object`, running `meanwhile` while the command is in flight.

@@ -1,5 +1,5 @@
 //! Truncates that survive an unreachable OSD. A truncate sets every object of a file to its
-//! length for the new size, one OSD after another, so an OSD failing part-way would leave
+//! length for the new size (the commands in flight together), so an OSD failing part-way would leave
 //! some objects cut and others not: neither the old file nor the new one. So the step that
 //! records the truncate also journals, per object, the length it must have
 //! (`pending_length`); a row leaves the journal once its OSD holds the length (and only if no
@@ -15,19 +15,21 @@ use tessera_mds_proto::{FsError, ObjectRef};
 
 use crate::journal;
 use crate::namespace::Namespace;
-use crate::objects::DataObjects;
+use crate::objects::{DataObjects, ObjectsError};
 
 /// Sets each object's length on its OSD, then clears the rows of those that answered.
 /// Returns the first failure (EFBIG or ENOSPC for a refusal, EIO for an OSD that did not
 /// answer, whose row stays).
 pub fn set_lengths(ns: &Namespace, objects: &dyn DataObjects, list: &[(ObjectRef, u64)]) -> Result<(), FsError> {
     let first_failure = Cell::new(None);
+    // The lengths are set together; then each row goes by its own outcome.
+    let mut outcomes = objects.set_logical_lens(list).into_iter();
     journal::apply_then_clear(
         ns,
         list,
         "truncate (object length)",
         |(o, len)| {
-            objects.set_logical_len(o, len).or_else(|e| {
+            outcomes.next().unwrap_or(Err(ObjectsError::Unavailable { osd: o.osd })).or_else(|e| {
                 let refusal = e.length_refusal();
                 first_failure.set(first_failure.get().or(Some(refusal)));
                 if refusal == FsError::Io {

@@ -3,7 +3,7 @@
 //! object exists, the refusal where it does not, `UnknownOsd` for an index past the cluster
 //! map, and the others still answered after a failure, also past one chain's worth of
 //! commands. `remove_all` likewise removes exactly the objects named, an absent one counting
-//! as removed. Method: three real OSD targets on loopback, reached over iSCSI through the
+//! as removed, and `set_logical_lens` gives each object its own length. Method: three real OSD targets on loopback, reached over iSCSI through the
 //! sessions the metadata server uses (`ReconnectingSession`).
 
 use std::sync::Arc;
@@ -88,6 +88,16 @@ fn states_asked_together_match_states_asked_one_by_one() {
     let after: Vec<String> = objects.data_states(&made).iter().map(shown).collect();
     assert!(after[..20].iter().all(|s| s == "refused"), "{after:?}");
     assert!(after[20..].iter().enumerate().all(|(i, s)| *s == format!("length {}", 1000 + (i as u64 + 20) * 17)), "{after:?}");
+
+    // Lengths set together: each object its own, an unknown OSD failing alone.
+    let mut lengths: Vec<(ObjectRef, u64)> = made[20..].iter().enumerate().map(|(i, o)| (*o, 5 + i as u64 * 3)).collect();
+    lengths.insert(2, (ObjectRef { osd: 6, object_id: 0x10100 }, 1));
+    let outcomes: Vec<bool> = objects.set_logical_lens(&lengths).iter().map(Result::is_ok).collect();
+    assert_eq!(outcomes.iter().filter(|ok| !**ok).count(), 1);
+    assert!(!outcomes[2]);
+    let now: Vec<String> = objects.data_states(&made[20..]).iter().map(shown).collect();
+    let expected: Vec<String> = (0..20u64).map(|i| format!("length {}", 5 + i * 3)).collect();
+    assert_eq!(now, expected);
     for s in servers {
         s.shutdown();
     }
