@@ -288,13 +288,13 @@ const IN_FLIGHT_MAX: usize = 16;
 
 /// A command per object is a function of the object (and its index in the list) and of the
 /// work to run while its command is in flight.
-type Send1<'a, R> = &'a dyn Fn(usize, ObjectRef, &mut dyn FnMut()) -> Result<R, ObjectsError>;
+type PerObject<'a, R> = &'a dyn Fn(usize, ObjectRef, &mut dyn FnMut()) -> Result<R, ObjectsError>;
 
 /// `one(object)` for each object, outcomes in order, up to [`IN_FLIGHT_MAX`] commands in
 /// flight at once from this thread: each is sent while the one before it waits (a chain of
 /// `meanwhile`s, `OsdClient::execute_meanwhile`), so a file's objects on different OSDs are
 /// asked together without starting a thread.
-fn chained<R>(objects: &[ObjectRef], one: Send1<'_, R>) -> Vec<Result<R, ObjectsError>> {
+fn chained<R>(objects: &[ObjectRef], one: PerObject<'_, R>) -> Vec<Result<R, ObjectsError>> {
     let mut out: Vec<Option<Result<R, ObjectsError>>> = objects.iter().map(|_| None).collect();
     for (k, (objects, out)) in objects.chunks(IN_FLIGHT_MAX).zip(out.chunks_mut(IN_FLIGHT_MAX)).enumerate() {
         chain(k * IN_FLIGHT_MAX, objects, out, one);
@@ -305,7 +305,7 @@ fn chained<R>(objects: &[ObjectRef], one: Send1<'_, R>) -> Vec<Result<R, Objects
 
 /// Sends the first object's command, then the rest's (recursively) while it is in flight,
 /// then waits for its answer. A slot stays empty when its command was never sent.
-fn chain<R>(at: usize, objects: &[ObjectRef], out: &mut [Option<Result<R, ObjectsError>>], one: Send1<'_, R>) {
+fn chain<R>(at: usize, objects: &[ObjectRef], out: &mut [Option<Result<R, ObjectsError>>], one: PerObject<'_, R>) {
     let (Some((first, rest)), Some((slot, rest_out))) = (objects.split_first(), out.split_first_mut()) else { return };
     let mut send_rest = || chain(at + 1, rest, rest_out, one);
     *slot = Some(one(at, *first, &mut send_rest));
