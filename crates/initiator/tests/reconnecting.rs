@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tessera_initiator::iscsi::{ReconnectingSession, SessionConfig};
 use tessera_scsi::{Nexus, ScsiOutcome, ScsiRequest, ScsiStatus, ScsiTask, ScsiTransport, Sense};
-use tessera_target::iscsi_server::{TargetConfig, TargetServer};
+use tessera_target::iscsi_server::{ServerHandle, TargetConfig, TargetServer};
 use tessera_target::spc::{CommandSet, DeviceIdentity, ScsiFront};
 use tessera_test_faults::{Direction, Fault, Relay};
 
@@ -66,13 +66,20 @@ fn run(s: &ReconnectingSession, cdb: &[u8], data_out: &[&[u8]], data_in_len: u32
     panic!("unit attention three times in a row");
 }
 
-#[test]
-fn a_lost_connection_is_retried_on_a_reinstated_session() {
+/// A RAM target behind a relay that stalls after 60,000 bytes once armed, and a session to it
+/// through the relay that has PUT "first" under key 1.
+fn behind_a_relay() -> (ServerHandle, Relay, ReconnectingSession) {
     let server = TargetServer::bind(TargetConfig::new(TARGET, "127.0.0.1:0"), Arc::new(ScsiFront::new(Ram::default()))).unwrap();
     let handle = server.spawn();
     let relay = Relay::start(handle.local_addr().unwrap(), Direction::ToTarget, Fault::StallAfter(60_000));
     let session = ReconnectingSession::new(&relay.addr.to_string(), SessionConfig::new("iqn.2026-11.org.tessera.test:mds", TARGET));
     assert_eq!(run(&session, &cdb(OP_PUT, 1), &[b"first"], 0).status, ScsiStatus::Good);
+    (handle, relay, session)
+}
+
+#[test]
+fn a_lost_connection_is_retried_on_a_reinstated_session() {
+    let (handle, relay, session) = behind_a_relay();
 
     relay.arm();
     let big: Vec<u8> = (0..300_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
@@ -92,11 +99,7 @@ fn a_lost_connection_is_retried_on_a_reinstated_session() {
 /// connection's commands in order, answers with the PUT's data only if the PUT left first.
 #[test]
 fn meanwhile_runs_once_across_a_retry_and_may_run_commands() {
-    let server = TargetServer::bind(TargetConfig::new(TARGET, "127.0.0.1:0"), Arc::new(ScsiFront::new(Ram::default()))).unwrap();
-    let handle = server.spawn();
-    let relay = Relay::start(handle.local_addr().unwrap(), Direction::ToTarget, Fault::StallAfter(60_000));
-    let session = ReconnectingSession::new(&relay.addr.to_string(), SessionConfig::new("iqn.2026-11.org.tessera.test:mds", TARGET));
-    assert_eq!(run(&session, &cdb(OP_PUT, 1), &[b"first"], 0).status, ScsiStatus::Good);
+    let (handle, relay, session) = behind_a_relay();
 
     let (mut runs, mut got) = (0, Vec::new());
     let put = cdb(OP_PUT, 2);
