@@ -18,9 +18,9 @@ const FIRST_ALLOCATION: u32 = 4096;
 
 impl<T: ScsiTransport> OsdClient<T> {
     /// Runs a get twice at most: again with the full length when the first allocation cut the
-    /// list.
-    fn get_with_retry(&self, mut make: impl FnMut(u32) -> OsdRequestBuilder<'static>) -> Result<OsdReply, OsdError> {
-        let reply = self.execute(&make(FIRST_ALLOCATION))?;
+    /// list. `meanwhile` runs while the first is in flight.
+    fn get_with_retry(&self, mut make: impl FnMut(u32) -> OsdRequestBuilder<'static>, meanwhile: &mut dyn FnMut()) -> Result<OsdReply, OsdError> {
+        let reply = self.execute_meanwhile(&make(FIRST_ALLOCATION), meanwhile)?;
         match &reply.retrieved {
             Some(list) if list.truncated && list.full_len <= ATTR_LIST_LEN_MAX as u64 => self.execute(&make(list.full_len as u32)),
             _ => Ok(reply),
@@ -30,29 +30,25 @@ impl<T: ScsiTransport> OsdClient<T> {
     /// GET ATTRIBUTES (list format). An id with number 0xFFFFFFFF asks for every attribute of
     /// its page. Undefined attributes come back with `value: None`.
     pub fn get_attributes(&self, addr: ObjectAddr, ids: &[AttrId]) -> Result<Vec<RetrievedAttr>, OsdError> {
-        let reply = self.get_with_retry(|allocation_len| {
-            OsdRequestBuilder::new(Command::GetAttributes { addr }).get_attrs(GetAttrs::List { ids: ids.to_vec(), allocation_len })
-        })?;
-        Ok(reply.attrs().to_vec())
+        self.get_attributes_meanwhile(addr, ids, &mut || {})
     }
 
     /// [`OsdClient::get_attributes`] running `meanwhile` while the command is in flight (as
     /// [`OsdClient::execute_meanwhile`]).
     pub fn get_attributes_meanwhile(&self, addr: ObjectAddr, ids: &[AttrId], meanwhile: &mut dyn FnMut()) -> Result<Vec<RetrievedAttr>, OsdError> {
-        let make = |allocation_len| OsdRequestBuilder::new(Command::GetAttributes { addr }).get_attrs(GetAttrs::List { ids: ids.to_vec(), allocation_len });
-        let reply = self.execute_meanwhile(&make(FIRST_ALLOCATION), meanwhile)?;
-        let reply = match &reply.retrieved {
-            Some(list) if list.truncated && list.full_len <= ATTR_LIST_LEN_MAX as u64 => self.execute(&make(list.full_len as u32))?,
-            _ => reply,
-        };
+        let reply = self.get_with_retry(
+            |allocation_len| OsdRequestBuilder::new(Command::GetAttributes { addr }).get_attrs(GetAttrs::List { ids: ids.to_vec(), allocation_len }),
+            meanwhile,
+        )?;
         Ok(reply.attrs().to_vec())
     }
 
     /// GET ATTRIBUTES (page format): every attribute of `page`.
     pub fn get_attribute_page(&self, addr: ObjectAddr, page: u32) -> Result<Vec<RetrievedAttr>, OsdError> {
-        let reply = self.get_with_retry(|allocation_len| {
-            OsdRequestBuilder::new(Command::GetAttributes { addr }).get_attrs(GetAttrs::Page { page, allocation_len })
-        })?;
+        let reply = self.get_with_retry(
+            |allocation_len| OsdRequestBuilder::new(Command::GetAttributes { addr }).get_attrs(GetAttrs::Page { page, allocation_len }),
+            &mut || {},
+        )?;
         Ok(reply.attrs().to_vec())
     }
 
