@@ -261,18 +261,27 @@ impl Watched {
         self.note(osd, op(self.inner.as_ref()))
     }
 
-    /// `op` on the objects whose OSDs are not silent, all at once, each outcome recorded; the
-    /// silent OSDs' objects fail at once, as in [`Watched::on`]. Outcomes in `objects`' order.
-    fn together<T>(&self, objects: &[ObjectRef], op: impl FnOnce(&[ObjectRef]) -> Vec<Result<T, ObjectsError>>) -> Vec<Result<T, ObjectsError>> {
-        let silent: Vec<bool> = objects.iter().map(|o| self.health.is_silent(o.osd)).collect();
-        let asked: Vec<ObjectRef> = objects.iter().zip(&silent).filter(|(_, s)| !**s).map(|(o, _)| *o).collect();
+    /// `op` on the items (objects, or objects with a value) whose OSDs are not silent, all at
+    /// once, each outcome recorded; the silent OSDs' items fail at once, as in
+    /// [`Watched::on`]. Outcomes in `items`' order.
+    fn together<I: Copy, T>(
+        &self,
+        items: &[I],
+        object: impl Fn(&I) -> ObjectRef,
+        op: impl FnOnce(&[I]) -> Vec<Result<T, ObjectsError>>,
+    ) -> Vec<Result<T, ObjectsError>> {
+        let silent: Vec<bool> = items.iter().map(|i| self.health.is_silent(object(i).osd)).collect();
+        let asked: Vec<I> = items.iter().zip(&silent).filter(|(_, s)| !**s).map(|(i, _)| *i).collect();
         let mut answers = op(&asked).into_iter();
-        objects
+        items
             .iter()
             .zip(silent)
-            .map(|(o, silent)| match if silent { None } else { answers.next() } {
-                Some(answer) => self.note(o.osd, answer),
-                None => Err(ObjectsError::Unavailable { osd: o.osd }),
+            .map(|(i, silent)| {
+                let osd = object(i).osd;
+                match if silent { None } else { answers.next() } {
+                    Some(answer) => self.note(osd, answer),
+                    None => Err(ObjectsError::Unavailable { osd }),
+                }
             })
             .collect()
     }
@@ -333,7 +342,7 @@ impl DataObjects for Watched {
 
     /// Silent OSDs' objects fail at once; the others' are removed together.
     fn remove_all(&self, objects: &[ObjectRef]) -> Vec<Result<(), ObjectsError>> {
-        self.together(objects, |asked| self.inner.remove_all(asked))
+        self.together(objects, |o| *o, |asked| self.inner.remove_all(asked))
     }
 
     fn logical_len(&self, object: ObjectRef) -> Result<u64, ObjectsError> {
@@ -346,7 +355,7 @@ impl DataObjects for Watched {
 
     /// Silent OSDs' objects fail at once; the others' are asked together.
     fn data_states(&self, objects: &[ObjectRef]) -> Vec<Result<ObjectData, ObjectsError>> {
-        self.together(objects, |asked| self.inner.data_states(asked))
+        self.together(objects, |o| *o, |asked| self.inner.data_states(asked))
     }
 
     fn set_logical_len(&self, object: ObjectRef, len: u64) -> Result<(), ObjectsError> {
@@ -355,13 +364,7 @@ impl DataObjects for Watched {
 
     /// Silent OSDs' objects fail at once; the others' are set together.
     fn set_logical_lens(&self, lengths: &[(ObjectRef, u64)]) -> Vec<Result<(), ObjectsError>> {
-        let objects: Vec<ObjectRef> = lengths.iter().map(|(o, _)| *o).collect();
-        self.together(&objects, |asked| {
-            // `asked` keeps `lengths`' order, less the silent OSDs' objects.
-            let mut rest = lengths.iter();
-            let pairs: Vec<(ObjectRef, u64)> = asked.iter().filter_map(|a| rest.find(|(o, _)| o == a).copied()).collect();
-            self.inner.set_logical_lens(&pairs)
-        })
+        self.together(lengths, |(o, _)| *o, |asked| self.inner.set_logical_lens(asked))
     }
 
     fn list(&self, osd: u32) -> Result<Vec<u64>, ObjectsError> {
