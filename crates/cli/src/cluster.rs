@@ -174,16 +174,25 @@ impl LocalCluster {
         let chap = if spec.security.chap { Some(chap_secret_file(dir)?) } else { None };
         let mut osd_daemons = Vec::new();
         let mut osd_entries = Vec::new();
-        for i in 0..spec.osds {
-            let (host_cmd, host) = spec.placement.command(exe, "osd", i)?;
-            let (record, daemon, target) = spawn_osd(host_cmd, dir, spec, i, &format!("{host}:0"), chap.as_deref())?;
+        // On a shared host every daemon is handed a socket bound here (listeners.rs); on hosts
+        // of their own nothing else listens, and each binds its address itself.
+        let (mut osd_listens, mds_listens): (Vec<Listen>, Vec<Listen>) = match &spec.placement {
+            Placement::Shared(host) => (
+                crate::listeners::reserve(host, spec.osds)?.into_iter().map(Listen::Handed).collect(),
+                crate::listeners::reserve(host, spec.mds)?.into_iter().map(Listen::Handed).collect(),
+            ),
+            Placement::Hosts { mds, osds } => (
+                osds.iter().take(spec.osds as usize).map(|h| Listen::Bind(format!("{}:0", h.addr))).collect(),
+                mds.iter().take(spec.mds as usize).map(|h| Listen::Bind(format!("{}:{MDS_PORT}", h.addr))).collect(),
+            ),
+        };
+        for (i, listen) in (0..spec.osds).zip(osd_listens.drain(..)) {
+            let (host_cmd, _) = spec.placement.command(exe, "osd", i)?;
+            let (record, daemon, target) = spawn_osd(host_cmd, dir, spec, i, listen, chap.as_deref())?;
             osd_entries.push(OsdEntry { addr: record.addr.clone(), target, partition_id: DATA_PARTITION, lun: 0 });
             osd_daemons.push((record, daemon));
         }
-        let mds_addrs = match &spec.placement {
-            Placement::Shared(host) => free_ports(host, spec.mds)?,
-            Placement::Hosts { mds, .. } => mds.iter().take(spec.mds as usize).map(|h| format!("{}:{MDS_PORT}", h.addr)).collect(),
-        };
+        let mds_addrs = mds_listens.iter().map(Listen::addr).collect::<Result<Vec<_>>>()?;
         let mut config = ClusterConfig::new(mds_addrs.iter().map(|addr| MdsEntry { addr: addr.clone() }).collect(), osd_entries);
         config.chap_secret_file = chap;
         config.user_key_file = Some(user_key_file(dir)?);
@@ -191,8 +200,8 @@ impl LocalCluster {
         let cluster_file = dir.join(CLUSTER_FILE);
         config.save(&cluster_file)?;
         let mut daemons = Vec::new();
-        for (i, addr) in mds_addrs.iter().enumerate() {
-            daemons.push(spawn_mds(exe, dir, spec, i as u32, addr)?);
+        for (i, listen) in mds_listens.into_iter().enumerate() {
+            daemons.push(spawn_mds(exe, dir, spec, i as u32, listen)?);
         }
         daemons.extend(osd_daemons);
         Ok(LocalCluster { dir: dir.to_path_buf(), exe: exe.to_path_buf(), spec: spec.clone(), config, daemons, stopped_osds: Vec::new(), stopped_mds: Vec::new() })
@@ -212,7 +221,7 @@ impl LocalCluster {
     pub fn start_mds(&mut self, index: u32) -> Result<()> {
         let at = self.stopped_mds.iter().position(|r| r.index == index).with_context(|| format!("metadata server {index} is not stopped"))?;
         let record = self.stopped_mds.remove(at);
-        let started = spawn_mds(&self.exe, &self.dir, &self.spec, index, &record.addr)?;
+        let started = spawn_mds(&self.exe, &self.dir, &self.spec, index, Listen::Bind(record.addr.clone()))?;
         self.daemons.push(started);
         Ok(())
     }
@@ -231,7 +240,7 @@ impl LocalCluster {
         let at = self.mds_position(index)?;
         let (record, daemon) = self.daemons.remove(at);
         daemon.kill()?;
-        let restarted = spawn_mds(&self.exe, &self.dir, &self.spec, index, &record.addr)?;
+        let restarted = spawn_mds(&self.exe, &self.dir, &self.spec, index, Listen::Bind(record.addr.clone()))?;
         self.daemons.insert(at, restarted);
         Ok(())
     }
@@ -252,7 +261,7 @@ impl LocalCluster {
         let record = self.stopped_osds.remove(at);
         let (cmd, _) = self.spec.placement.command(&self.exe, "osd", index)?;
         let chap = self.config.chap_secret_file.clone();
-        let (record, daemon, _) = spawn_osd(cmd, &self.dir, &self.spec, index, &record.addr, chap.as_deref())?;
+        let (record, daemon, _) = spawn_osd(cmd, &self.dir, &self.spec, index, Listen::Bind(record.addr.clone()), chap.as_deref())?;
         self.daemons.push((record, daemon));
         Ok(())
     }
@@ -315,10 +324,10 @@ pub fn restart_missing(exe: &Path, dir: &Path, spec: &ClusterSpec, records: &[Da
         let (record, daemon) = match r.role.as_str() {
             "osd" => {
                 let (host_cmd, _) = spec.placement.command(exe, "osd", r.index)?;
-                let (record, daemon, _) = spawn_osd(host_cmd, dir, spec, r.index, &r.addr, chap.as_deref())?;
+                let (record, daemon, _) = spawn_osd(host_cmd, dir, spec, r.index, Listen::Bind(r.addr.clone()), chap.as_deref())?;
                 (record, daemon)
             }
-            _ => spawn_mds(exe, dir, spec, r.index, &r.addr)?,
+            _ => spawn_mds(exe, dir, spec, r.index, Listen::Bind(r.addr.clone()))?,
         };
         daemon.detach();
         started.push(record.clone());
@@ -329,13 +338,40 @@ pub fn restart_missing(exe: &Path, dir: &Path, spec: &ClusterSpec, records: &[Da
     Ok(started)
 }
 
-/// Starts OSD `index` of the cluster under `dir` listening on `listen` (port 0: the kernel
-/// picks) through `cmd` (this host, or another); returns its record, the daemon and its target
-/// name.
-fn spawn_osd(mut cmd: std::process::Command, dir: &Path, spec: &ClusterSpec, index: u32, listen: &str, chap: Option<&Path>) -> Result<(DaemonRecord, Daemon, String)> {
+/// Where a daemon serves.
+enum Listen {
+    /// On this socket, bound here and handed to the daemon (`--listen-fd`).
+    Handed(TcpListener),
+    /// On this address, which the daemon binds itself (port 0: the kernel picks).
+    Bind(String),
+}
+
+impl Listen {
+    fn addr(&self) -> Result<String> {
+        match self {
+            Listen::Handed(listener) => Ok(listener.local_addr()?.to_string()),
+            Listen::Bind(addr) => Ok(addr.clone()),
+        }
+    }
+
+    /// The daemon's arguments for it (`bind`: the flag that names an address to bind, if the
+    /// daemon takes one); a handed socket is passed on to `cmd`'s child.
+    fn args(&self, cmd: &mut std::process::Command, bind: Option<&str>) -> Vec<String> {
+        match (self, bind) {
+            (Listen::Handed(listener), _) => vec!["--listen-fd".into(), crate::listeners::hand_to(cmd, listener).to_string()],
+            (Listen::Bind(addr), Some(flag)) => vec![flag.into(), addr.clone()],
+            (Listen::Bind(_), None) => Vec::new(),
+        }
+    }
+}
+
+/// Starts OSD `index` of the cluster under `dir` serving on `listen` through `cmd` (this host,
+/// or another); returns its record, the daemon and its target name.
+fn spawn_osd(mut cmd: std::process::Command, dir: &Path, spec: &ClusterSpec, index: u32, listen: Listen, chap: Option<&Path>) -> Result<(DaemonRecord, Daemon, String)> {
     let data = dir.join(format!("osd{index}"));
     let log = dir.join("logs").join(format!("osd{index}.log"));
-    let mut args: Vec<String> = ["osd", "--data", path_str(&data)?, "--listen", listen].map(String::from).to_vec();
+    let mut args: Vec<String> = ["osd", "--data", path_str(&data)?].map(String::from).to_vec();
+    args.extend(listen.args(&mut cmd, Some("--listen")));
     if let Some(method) = spec.security.method {
         let key = master_key_file(dir, index)?;
         args.extend(["--security".into(), method.name().to_ascii_lowercase(), "--master-key-file".into(), path_str(&key)?.into()]);
@@ -351,8 +387,9 @@ fn spawn_osd(mut cmd: std::process::Command, dir: &Path, spec: &ClusterSpec, ind
     Ok((record, daemon, target))
 }
 
-/// Starts metadata server `index` of the cluster under `dir` at `addr` (cluster file written).
-fn spawn_mds(exe: &Path, dir: &Path, spec: &ClusterSpec, index: u32, addr: &str) -> Result<(DaemonRecord, Daemon)> {
+/// Starts metadata server `index` of the cluster under `dir` serving on `listen`, its address
+/// in the cluster file (written before).
+fn spawn_mds(exe: &Path, dir: &Path, spec: &ClusterSpec, index: u32, listen: Listen) -> Result<(DaemonRecord, Daemon)> {
     let data = dir.join(format!("mds{index}"));
     let log = dir.join("logs").join(format!("mds{index}.log"));
     let cluster_file = dir.join(CLUSTER_FILE);
@@ -384,9 +421,10 @@ fn spawn_mds(exe: &Path, dir: &Path, spec: &ClusterSpec, index: u32, addr: &str)
         args.extend(["--agent-socket".into(), path_str(&dir.join(AGENT_SOCKET))?.into()]);
     }
     let (mut cmd, _) = spec.placement.command(exe, "mds", index)?;
+    args.extend(listen.args(&mut cmd, None));
     cmd.args(&args);
     let daemon = Daemon::spawn_command(cmd, &args.join(" "), Some(&log))?;
-    let record = DaemonRecord { role: "mds".into(), index, pid: daemon.pid(), addr: addr.to_string(), data, log };
+    let record = DaemonRecord { role: "mds".into(), index, pid: daemon.pid(), addr: listen.addr()?, data, log };
     Ok((record, daemon))
 }
 
@@ -511,15 +549,6 @@ pub fn check_no_key_missing(dir: &Path, osds: u32) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// `count` distinct ports the kernel considers free on `host` (bound together, then released
-/// just before the metadata servers bind them).
-fn free_ports(host: &str, count: u32) -> Result<Vec<String>> {
-    let listeners: Vec<TcpListener> = (0..count)
-        .map(|_| TcpListener::bind(format!("{host}:0")).with_context(|| format!("finding a free port on {host}")))
-        .collect::<Result<_>>()?;
-    listeners.iter().map(|l| Ok(l.local_addr()?.to_string())).collect()
 }
 
 /// Writes `DIR/daemons.json` whole or not at all (a new file renamed over the old one): a

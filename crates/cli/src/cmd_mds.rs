@@ -52,6 +52,11 @@ pub struct MdsArgs {
     /// Address to listen on; default: this server's `addr` in the cluster file.
     #[arg(long)]
     listen: Option<String>,
+    /// Serve on this inherited descriptor, a TCP socket already listening on this server's
+    /// address, instead of binding it (how `tessera up` starts its metadata servers: it binds
+    /// each port itself, so nothing can take the port before the server serves on it).
+    #[arg(long, conflicts_with = "listen", value_name = "FD")]
+    listen_fd: Option<i32>,
     /// Stripe unit of new files in directories without their own default (e.g. 64K, 1M).
     #[arg(long, default_value = "1M", value_parser = parse_size)]
     stripe_unit: u64,
@@ -133,8 +138,13 @@ pub fn run(args: MdsArgs) -> Result<()> {
         (Some(_), None) => bail!("--agent-socket needs the cluster file to name a user_key_file"),
         (None, _) => None,
     };
-    let listen = args.listen.clone().unwrap_or_else(|| me.addr.clone());
-    let listener = TcpListener::bind(&listen).with_context(|| format!("listening on {listen}"))?;
+    let listener = match args.listen_fd {
+        Some(fd) => crate::listeners::inherited(fd)?,
+        None => {
+            let listen = args.listen.clone().unwrap_or_else(|| me.addr.clone());
+            TcpListener::bind(&listen).with_context(|| format!("listening on {listen}"))?
+        }
+    };
     let addr = listener.local_addr()?;
 
     let mut clients = cluster.osds.iter().map(|osd| connect_osd(&cluster, osd)).collect::<Result<Vec<_>>>()?;

@@ -33,6 +33,11 @@ pub struct OsdArgs {
     /// Address to listen on, e.g. 0.0.0.0:3260 or 127.0.0.1:0 (the kernel picks a port).
     #[arg(long, default_value = "127.0.0.1:3260")]
     listen: SocketAddr,
+    /// Serve on this inherited descriptor, a TCP socket already listening, instead of binding
+    /// `--listen` (how `tessera up` starts its OSDs: it binds each port itself, so nothing can
+    /// take the port before the OSD serves on it).
+    #[arg(long, conflicts_with = "listen", value_name = "FD")]
+    listen_fd: Option<i32>,
     /// iSCSI target name; default derived from the store's system id.
     #[arg(long)]
     target_name: Option<String>,
@@ -59,6 +64,7 @@ pub fn run(args: OsdArgs) -> Result<()> {
     crate::parent_tie::watch_if_tied("osd");
     // Read before anything is opened, so a bad secret file stops the OSD at once.
     let chap = args.chap_secret_file.as_deref().map(load_chap_secrets).transpose()?;
+    let inherited = args.listen_fd.map(crate::listeners::inherited).transpose()?;
     // Held until this process exits: a second OSD on the store would corrupt it.
     let _lock = DirLock::create_and_acquire(&args.data, "the OSD store")?;
     let engine = Engine::open(&args.data, EngineConfig::default())
@@ -73,14 +79,21 @@ pub fn run(args: OsdArgs) -> Result<()> {
         Arc::new(OsdCommandSet::with_security(engine, security).context("turning on capability security")?)
     };
     let device = Arc::new(ScsiFront::new(command_set.clone()));
-    let mut config = TargetConfig::new(&target_name, &args.listen.to_string());
+    let portal = match &inherited {
+        Some(listener) => listener.local_addr()?.to_string(),
+        None => args.listen.to_string(),
+    };
+    let mut config = TargetConfig::new(&target_name, &portal);
     config.chap = chap;
     let auth = match &config.chap {
         None => "none",
         Some(c) if c.target.is_some() => "chap-mutual",
         Some(_) => "chap",
     };
-    let server = TargetServer::bind(config, device).with_context(|| format!("listening on {}", args.listen))?;
+    let server = match inherited {
+        Some(listener) => TargetServer::on(listener, config, device).with_context(|| format!("serving on {portal}"))?,
+        None => TargetServer::bind(config, device).with_context(|| format!("listening on {}", args.listen))?,
+    };
     let addr = server.local_addr()?;
     if args.security == SecurityMethod::NoSec {
         // After binding, so the warning names the port clients reach, not a requested :0.

@@ -12,6 +12,7 @@ pub mod cmd_osd;
 pub mod daemon;
 pub mod demo;
 pub mod fs;
+pub mod listeners;
 pub mod lock;
 pub mod netns;
 pub mod parent_tie;

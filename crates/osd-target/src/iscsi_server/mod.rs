@@ -111,6 +111,12 @@ impl TargetServer {
     pub fn bind(config: TargetConfig, device: Arc<dyn ScsiDevice>) -> io::Result<TargetServer> {
         let addrs: Vec<SocketAddr> = config.portal.to_socket_addrs()?.collect();
         let listener = TcpListener::bind(&addrs[..])?;
+        Self::on(listener, config, device)
+    }
+
+    /// Serves on a socket already listening (one the process was handed, see `tessera osd
+    /// --listen-fd`); `config.portal` is only what discovery answers if the socket cannot say.
+    pub fn on(listener: TcpListener, config: TargetConfig, device: Arc<dyn ScsiDevice>) -> io::Result<TargetServer> {
         let auth = if config.chap.is_some() { "CHAP" } else { "None" };
         info!(portal = %listener.local_addr()?, target = %config.target_name, auth, "iSCSI target listening");
         let shared = Arc::new(ServerShared {
