@@ -252,18 +252,24 @@ impl Inner {
         let mut out: Vec<DirEntry> = Vec::new();
         loop {
             let after = out.last().map(|e| e.name.clone());
-            let request = Request::ReadDir { dir: ino, after, max_entries: READDIR_PAGE };
-            match self.call(ino, "readdir", path, request)? {
-                Reply::DirPage { entries, more } => {
-                    // A page must move past the last name (a faulty server could repeat one).
-                    let progressed = entries.last().is_some_and(|e| out.last().is_none_or(|l| e.name > l.name));
-                    out.extend(entries);
-                    if !more || !progressed {
-                        return Ok(out);
-                    }
-                }
-                other => return Err(self.unexpected(ino, "readdir", &other)),
+            let (entries, more) = self.readdir_page_of(ino, path, after.as_deref(), READDIR_PAGE)?;
+            out.extend(entries);
+            if !more {
+                return Ok(out);
             }
+        }
+    }
+
+    /// One page of directory `ino`'s entries after the name `after`, checked to keep the
+    /// paging contract ([`page_fault`]); and whether more follow.
+    pub fn readdir_page_of(&self, ino: InodeId, path: &str, after: Option<&str>, max: u32) -> Result<(Vec<DirEntry>, bool), ClientError> {
+        let request = Request::ReadDir { dir: ino, after: after.map(str::to_string), max_entries: max };
+        match self.call(ino, "readdir", path, request)? {
+            Reply::DirPage { entries, more } => match page_fault(after, &entries, more) {
+                Some(why) => Err(ClientError::Mds { server: ino.server(), addr: self.mds.addr(ino.server()).to_string(), source: MdsLinkError::BadPage(why) }),
+                None => Ok((entries, more)),
+            },
+            other => Err(self.unexpected(ino, "readdir", &other)),
         }
     }
 
@@ -287,6 +293,20 @@ impl Inner {
             other => Err(self.unexpected(ino, op, &other)),
         }
     }
+}
+
+/// What is wrong with a readdir page asked for after the name `after`, if anything: its
+/// names must rise strictly past `after` (byte order, the store's), and a page that says more
+/// follow must hold some, or the next request would ask for the same page again.
+fn page_fault(after: Option<&str>, entries: &[DirEntry], more: bool) -> Option<String> {
+    let mut last = after;
+    for e in entries {
+        if let Some(l) = last.filter(|l| e.name.as_str() <= *l) {
+            return Some(format!("puts {:?} after {l:?}", e.name));
+        }
+        last = Some(&e.name);
+    }
+    (more && entries.is_empty()).then(|| "is empty yet says more entries follow".to_string())
 }
 
 /// A connection to one Tessera cluster. Cheap to clone; every clone and every [`File`] shares
@@ -669,4 +689,24 @@ fn check_stripe(path: &str, h: &StripeHint, osds: usize) -> Result<(), ClientErr
         return refuse(format!("stripe index {i} names no OSD: the cluster's OSDs are 0 to {}", osds.saturating_sub(1)));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(names: &[&str]) -> Vec<DirEntry> {
+        names.iter().map(|n| DirEntry { name: n.to_string(), attr: Attr::unknown(InodeId(2), FileType::Regular) }).collect()
+    }
+
+    #[test]
+    fn a_readdir_page_must_move_past_its_cursor_in_rising_order() {
+        assert_eq!(page_fault(None, &page(&["a", "b"]), true), None);
+        assert_eq!(page_fault(Some("b"), &page(&["c", "é"]), false), None, "byte order: é sorts after ASCII");
+        assert_eq!(page_fault(Some("b"), &page(&[]), false), None, "the end");
+        assert_eq!(page_fault(Some("b"), &page(&["b", "c"]), true).as_deref(), Some(r#"puts "b" after "b""#), "a repeat");
+        assert_eq!(page_fault(Some("b"), &page(&["a"]), true).as_deref(), Some(r#"puts "a" after "b""#), "a step back");
+        assert_eq!(page_fault(None, &page(&["c", "a"]), false).as_deref(), Some(r#"puts "a" after "c""#), "out of order within a page");
+        assert_eq!(page_fault(Some("b"), &page(&[]), true).as_deref(), Some("is empty yet says more entries follow"));
+    }
 }

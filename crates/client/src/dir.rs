@@ -101,11 +101,7 @@ impl Dir {
     /// One page of entries: at most `max` (the server bounds it too) whose names sort after
     /// `after` (byte order), with attributes; and whether more follow.
     pub fn readdir_page(&self, after: Option<&str>, max: u32) -> Result<(Vec<DirEntry>, bool), ClientError> {
-        let request = Request::ReadDir { dir: self.ino, after: after.map(str::to_string), max_entries: max };
-        match self.inner.call(self.ino, "readdir", &self.path, request)? {
-            tessera_mds_proto::Reply::DirPage { entries, more } => Ok((entries, more)),
-            other => Err(self.inner.unexpected(self.ino, "readdir", &other)),
-        }
+        self.inner.readdir_page_of(self.ino, &self.path, after, max)
     }
 
     /// Every entry, in name order, with attributes (fdopendir and readdir).

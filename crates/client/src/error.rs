@@ -18,6 +18,11 @@ pub enum MdsLinkError {
     Connection(#[from] ConnectionError),
     #[error("answered {request} with an unexpected {reply} reply")]
     UnexpectedReply { request: &'static str, reply: &'static str },
+    /// A directory page that breaks the paging contract (names rising strictly past the
+    /// cursor; no empty page while more follow): read on, a listing would repeat entries,
+    /// skip them, or never end.
+    #[error("answered readdir with a page that {0}; the listing stops rather than repeat or miss entries")]
+    BadPage(String),
     /// The server proves users and did not accept this client's proof (its log says why).
     #[error("refused this client's proof of user {uid}: the user key the server holds is not the one the client or its agent used (its log says why)")]
     ProofRefused { uid: u32 },
