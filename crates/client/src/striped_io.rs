@@ -1,7 +1,8 @@
 //! Striped reads and writes: a file-level extent list over the caller's memory (one buffer, or a
 //! list of regions seen end to end, [`crate::memory`]) becomes one command list per slot
-//! ([`crate::command_plan`]), every slot runs on its own thread so all OSDs work at once, and
-//! within a slot up to [`PIPELINE_DEPTH`] commands are in flight over the OSD's sessions. Reads
+//! ([`crate::command_plan`]), the slots run at once, each on a thread of its own (the caller's
+//! serving one), so all OSDs work together, and within a slot up to [`PIPELINE_DEPTH`]
+//! commands are in flight over the OSD's sessions. Reads
 //! scatter each reply into the caller's memory; writes send the caller's bytes.
 //!
 //! Write gather: each command's bytes are its runs of the caller's buffer (one run for a
@@ -35,7 +36,7 @@ use crate::error::ClientError;
 use crate::memory::{self, Carver, Source};
 use crate::pool::{Lease, OsdPool};
 
-/// Commands in flight per slot. Each slot has its own thread, so a stripe over C objects keeps
+/// Commands in flight per slot. The slots run at once, so a stripe over C objects keeps
 /// up to C * PIPELINE_DEPTH commands in flight.
 pub const PIPELINE_DEPTH: usize = 4;
 
@@ -172,26 +173,16 @@ impl StripedFile<'_> {
         }
     }
 
-    /// Runs every slot on its own thread, each with up to PIPELINE_DEPTH workers pulling its
-    /// commands in order. The first error is returned; the other slots still finish their
-    /// commands in flight (none are cancelled half way).
+    /// Runs the slots at once, each with up to PIPELINE_DEPTH workers pulling its commands in
+    /// order: a thread per worker but one, as the caller's thread serves too (a thread costs
+    /// more than a small command, and far more on a busy machine, where it waits for a core).
+    /// The first error is returned; the other slots still finish their commands in flight
+    /// (none are cancelled half way).
     fn run<J: Send>(
         &self,
         work: Vec<SlotWork<J>>,
         op: impl Fn(&Lease, ObjectAddr, &mut J) -> Result<(), OsdError> + Sync,
     ) -> Result<(), ClientError> {
-        if let [only] = work.as_slice() {
-            if only.jobs.len() == 1 {
-                // One command: run it on the caller's thread. Spawning a slot thread and a
-                // worker costs more than a small command itself, and far more on a busy
-                // machine, where a new thread waits for a core.
-                let slot = work.into_iter().next().expect("one slot");
-                let target = slot.target();
-                let mut job = slot.jobs.into_iter().next().expect("one command");
-                let lease = self.pool.lease(target.osd, target.object_id, self.path)?;
-                return self.send(lease, target, &mut job, &op).map(drop);
-            }
-        }
         let failed = AtomicBool::new(false);
         let first_error: Mutex<Option<ClientError>> = Mutex::new(None);
         let record = |e: ClientError| {
@@ -199,38 +190,57 @@ impl StripedFile<'_> {
             first_error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
         };
         std::thread::scope(|scope| {
-            for slot in work {
+            let mut slots = work.into_iter();
+            let mine = slots.next_back();
+            for slot in slots {
                 let (op, record, failed) = (&op, &record, &failed);
-                scope.spawn(move || {
-                    let depth = if slot.overlapping { 1 } else { PIPELINE_DEPTH };
-                    let target = slot.target();
-                    let workers = slot.jobs.len().min(depth);
-                    let queue = Mutex::new(slot.jobs.into_iter());
-                    std::thread::scope(|inner| {
-                        for _ in 0..workers {
-                            let queue = &queue;
-                            inner.spawn(move || {
-                                let mut lease = match self.pool.lease(target.osd, target.object_id, self.path) {
-                                    Ok(l) => l,
-                                    Err(e) => return record(e),
-                                };
-                                while !failed.load(Ordering::Relaxed) {
-                                    let Some(mut job) = queue.lock().unwrap_or_else(|p| p.into_inner()).next() else { return };
-                                    lease = match self.send(lease, target, &mut job, op) {
-                                        Ok(l) => l,
-                                        Err(e) => return record(e),
-                                    };
-                                }
-                            });
-                        }
-                    });
-                });
+                scope.spawn(move || self.run_slot(slot, op, record, failed));
+            }
+            if let Some(slot) = mine {
+                self.run_slot(slot, &op, &record, &failed);
             }
         });
         match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// One slot's commands, by up to PIPELINE_DEPTH workers (this thread one of them), each on
+    /// a session of its own; stops taking commands once any slot has failed.
+    fn run_slot<J: Send>(
+        &self,
+        slot: SlotWork<J>,
+        op: &(impl Fn(&Lease, ObjectAddr, &mut J) -> Result<(), OsdError> + Sync),
+        record: &(impl Fn(ClientError) + Sync),
+        failed: &AtomicBool,
+    ) {
+        let depth = if slot.overlapping { 1 } else { PIPELINE_DEPTH };
+        let target = slot.target();
+        let workers = slot.jobs.len().min(depth);
+        if workers == 0 {
+            return;
+        }
+        let queue = Mutex::new(slot.jobs.into_iter());
+        let worker = || {
+            let mut lease = match self.pool.lease(target.osd, target.object_id, self.path) {
+                Ok(l) => l,
+                Err(e) => return record(e),
+            };
+            while !failed.load(Ordering::Relaxed) {
+                let Some(mut job) = queue.lock().unwrap_or_else(|p| p.into_inner()).next() else { return };
+                lease = match self.send(lease, target, &mut job, op) {
+                    Ok(l) => l,
+                    Err(e) => return record(e),
+                };
+            }
+        };
+        std::thread::scope(|inner| {
+            for _ in 1..workers {
+                inner.spawn(&worker);
+            }
+            worker();
+        });
     }
 }
 
