@@ -1,8 +1,6 @@
-//! Per-object commands over a whole file, one thread per object: FLUSH (fsync), GET
-//! ATTRIBUTES of the logical length (the file size, without a metadata round trip), and the
-//! attribute commands of `tessera attr`.
-
-use std::sync::Mutex;
+//! Per-object commands over a whole file, all objects at once: FLUSH (fsync), GET ATTRIBUTES
+//! of the logical length (the file size, without a metadata round trip), and the attribute
+//! commands of `tessera attr`.
 
 use tessera_initiator::osd_client::OsdError;
 use tessera_mds_proto::{FileLayout, ObjectRef};
@@ -14,7 +12,8 @@ use crate::error::ClientError;
 use crate::pool::{Lease, OsdPool};
 
 /// Runs `op` on every object of `layout` at once, given the object's slot; results are in
-/// slot order.
+/// slot order. A thread per object but the last, which the caller's thread serves (a thread
+/// costs more than a small command).
 fn each_object<R: Send>(
     pool: &OsdPool,
     layout: &FileLayout,
@@ -22,25 +21,18 @@ fn each_object<R: Send>(
     op: impl Fn(usize, &Lease, ObjectAddr) -> Result<R, OsdError> + Sync,
 ) -> Result<Vec<R>, ClientError> {
     let addrs = layout.objects.iter().map(|o| pool.object_addr(o.osd, o.object_id, path)).collect::<Result<Vec<_>, _>>()?;
-    if let ([object], [addr]) = (layout.objects.as_slice(), addrs.as_slice()) {
-        // One object: on the caller's thread; a thread would cost more than the command.
+    let one = |slot: usize| {
+        let (object, addr) = (&layout.objects[slot], addrs[slot]);
         let lease = pool.lease(object.osd, object.object_id, path)?;
-        return Ok(vec![op(0, &lease, *addr).map_err(|e| pool.fail(&lease, object.object_id, e))?]);
-    }
-    let results: Mutex<Vec<Option<Result<R, ClientError>>>> = Mutex::new((0..layout.objects.len()).map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for (slot, (object, &addr)) in layout.objects.iter().zip(&addrs).enumerate() {
-            let (op, results) = (&op, &results);
-            scope.spawn(move || {
-                let result = pool
-                    .lease(object.osd, object.object_id, path)
-                    .and_then(|lease| op(slot, &lease, addr).map_err(|e| pool.fail(&lease, object.object_id, e)));
-                results.lock().unwrap_or_else(|p| p.into_inner())[slot] = Some(result);
-            });
-        }
+        op(slot, &lease, addr).map_err(|e| pool.fail(&lease, object.object_id, e))
+    };
+    let Some(last) = layout.objects.len().checked_sub(1) else { return Ok(Vec::new()) };
+    let (others, mine) = std::thread::scope(|scope| {
+        let others: Vec<_> = (0..last).map(|slot| scope.spawn(move || one(slot))).collect();
+        let mine = one(last);
+        (others.into_iter().map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect::<Vec<_>>(), mine)
     });
-    // Each slot's thread stored its result before the scope ended.
-    results.into_inner().unwrap_or_else(|p| p.into_inner()).into_iter().map(|r| r.expect("every object answered")).collect()
+    others.into_iter().chain([mine]).collect()
 }
 
 /// FLUSH (data and attributes) on every object: afterwards every acknowledged WRITE is durable.
