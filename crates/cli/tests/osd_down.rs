@@ -53,13 +53,20 @@ fn with_an_osd_down_the_namespace_still_works_and_sizes_are_unknown() {
 
     let (ok, _, err) = tessera(&cluster, &["stat", "/d/striped", "/d/on0"]);
     assert!(!ok && err.contains("/d/striped") && err.contains(&format!("OSD 1 at {}", portal(1))), "{err}");
+    // Listed whole, with `?` for the size, and failing, as du does, so that a script
+    // summing the sizes learns it cannot.
     let (ok, out, err) = tessera(&cluster, &["ls", "-l", "/d"]);
-    assert!(ok, "ls -l: {err}");
+    assert!(!ok, "ls -l with a size unknown: {out}");
+    assert!(err.contains("the size of 1 file is unknown (`?`): an OSD holding it did not answer"), "{err}");
     let line = out.lines().find(|l| l.ends_with(" striped")).unwrap_or_else(|| panic!("{out}"));
     assert!(line.split_whitespace().nth(4) == Some("?"), "the size column shows `?`: {line}");
+    let line = out.lines().find(|l| l.ends_with(" on0")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.split_whitespace().nth(4) == Some("12"), "the file on the OSD that answers keeps its size: {line}");
     let (ok, out, err) = tessera(&cluster, &["ls", "-l", "/d/striped"]);
-    assert!(ok, "ls -l of the file itself: {err}");
+    assert!(!ok && err.contains("the size of 1 file is unknown"), "ls -l of the file itself: {err}");
     assert!(out.split_whitespace().nth(4) == Some("?") && out.trim_end().ends_with(" /d/striped"), "{out}");
+    let (ok, out, err) = tessera(&cluster, &["ls", "/d"]);
+    assert!(ok && out.lines().count() == 2, "a listing of names needs no size: {out} {err}");
     let (ok, out, err) = tessera(&cluster, &["df"]);
     assert!(!ok, "df fails when an OSD does not answer");
     assert!(out.contains("osd0") && out.lines().any(|l| l.starts_with("osd1") && l.contains("not answering")), "{out}");

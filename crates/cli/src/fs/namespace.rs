@@ -177,6 +177,8 @@ pub fn ls(args: LsArgs) -> Result<()> {
     }
     // Entries on a metadata server that did not answer: named, but with no attributes.
     let unknown = std::cell::Cell::new(0u64);
+    // Files whose size is unknown (`?`): an OSD holding their data did not answer.
+    let sizeless = std::cell::Cell::new(0u64);
     let print = |entries: Vec<(String, Attr)>, dir: Option<&str>| {
         for (name, attr) in entries {
             if args.long && !attr.known() {
@@ -186,7 +188,10 @@ pub fn ls(args: LsArgs) -> Result<()> {
             } else if args.long {
                 // `?`: an OSD holding the file did not answer, so its size is unknown.
                 let size = match (attr.size_known(), args.human) {
-                    (false, _) => "?".to_string(),
+                    (false, _) => {
+                        sizeless.set(sizeless.get() + 1);
+                        "?".to_string()
+                    }
                     (true, true) => human_size(attr.size),
                     (true, false) => attr.size.to_string(),
                 };
@@ -254,6 +259,11 @@ pub fn ls(args: LsArgs) -> Result<()> {
     }
     if unknown.get() > 0 {
         bail!("the attributes of {} could not be read: {}", count(unknown.get() as u64, "entry", "entries"), FsError::PeerDown);
+    }
+    if sizeless.get() > 0 {
+        // As du: the listing is whole, but a script summing its sizes must learn it cannot.
+        let (files, them) = if sizeless.get() == 1 { ("file is", "it") } else { ("files are", "them") };
+        bail!("the size of {} {files} unknown (`?`): an OSD holding {them} did not answer; `tessera status` shows which", sizeless.get());
     }
     Ok(())
 }
