@@ -451,3 +451,25 @@ fn a_cluster_on_the_ipv6_loopback_serves_files() {
     }
     assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&local).unwrap());
 }
+
+/// Goal: `up` binds each daemon's port itself and hands the socket over, on a port outside
+/// the kernel's ephemeral range (docs/architecture.md): no outgoing connection on the host can
+/// hold a daemon's port, at start or when it restarts on its recorded address.
+#[test]
+fn up_hands_every_daemon_a_port_outside_the_ephemeral_range() {
+    let c = ClusterDir::new();
+    let mut args = c.up_args("2");
+    args.extend(["--mds", "2"]);
+    run_ok(&args);
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap();
+    let bounds: Vec<u16> = range.split_whitespace().map(|p| p.parse().unwrap()).collect();
+    let records = read_records(c.path()).unwrap();
+    assert_eq!(records.len(), 4);
+    for r in &records {
+        let port: u16 = r.addr.rsplit(':').next().unwrap().parse().unwrap();
+        assert!(!(bounds[0]..=bounds[1]).contains(&port), "{} on {} inside {range}", r.name(), r.addr);
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", r.pid)).unwrap();
+        let words: Vec<String> = cmdline.split(|&b| b == 0).map(|w| String::from_utf8_lossy(w).into_owned()).collect();
+        assert!(words.iter().any(|w| w == "--listen-fd"), "{}: {words:?}", r.name());
+    }
+}
