@@ -177,10 +177,18 @@ impl LocalCluster {
         // On a shared host every daemon is handed a socket bound here (listeners.rs); on hosts
         // of their own nothing else listens, and each binds its address itself.
         let (mut osd_listens, mds_listens): (Vec<Listen>, Vec<Listen>) = match &spec.placement {
-            Placement::Shared(host) => (
-                crate::listeners::reserve(host, spec.osds)?.into_iter().map(Listen::Handed).collect(),
-                crate::listeners::reserve(host, spec.mds)?.into_iter().map(Listen::Handed).collect(),
-            ),
+            Placement::Shared(host) => {
+                // The ports of the cluster's last start, where still free: clients that knew
+                // them find the cluster again.
+                let earlier = ClusterConfig::load(&dir.join(CLUSTER_FILE)).ok();
+                let port = |addr: &str| addr.parse::<std::net::SocketAddr>().ok().map(|a| a.port());
+                let osd_ports: Vec<Option<u16>> = earlier.iter().flat_map(|c| c.osds.iter().map(|o| port(&o.addr))).collect();
+                let mds_ports: Vec<Option<u16>> = earlier.iter().flat_map(|c| c.mds.iter().map(|m| port(&m.addr))).collect();
+                (
+                    crate::listeners::reserve(host, spec.osds, &osd_ports)?.into_iter().map(Listen::Handed).collect(),
+                    crate::listeners::reserve(host, spec.mds, &mds_ports)?.into_iter().map(Listen::Handed).collect(),
+                )
+            }
             Placement::Hosts { mds, osds } => (
                 osds.iter().take(spec.osds as usize).map(|h| Listen::Bind(format!("{}:0", h.addr))).collect(),
                 mds.iter().take(spec.mds as usize).map(|h| Listen::Bind(format!("{}:{MDS_PORT}", h.addr))).collect(),

@@ -25,13 +25,22 @@ const LOWEST: u16 = 16384;
 const TRIES: usize = 200;
 
 /// `count` listening sockets on `host`, on distinct ports outside the ephemeral range where
-/// the host leaves room for them (else on ports the kernel picks, as before).
-pub fn reserve(host: &str, count: u32) -> Result<Vec<TcpListener>> {
+/// the host leaves room for them (else on ports the kernel picks). Socket i takes
+/// `earlier[i]` if that port lies outside the range and is free: a cluster started again
+/// keeps the addresses its clients know.
+pub fn reserve(host: &str, count: u32, earlier: &[Option<u16>]) -> Result<Vec<TcpListener>> {
     let ports = ports_outside(ephemeral_range());
-    (0..count).map(|_| reserve_one(host, &ports)).collect()
+    (0..count as usize).map(|i| reserve_one(host, &ports, earlier.get(i).copied().flatten())).collect()
 }
 
-fn reserve_one(host: &str, ports: &Option<(u16, u16)>) -> Result<TcpListener> {
+fn reserve_one(host: &str, ports: &Option<(u16, u16)>, earlier: Option<u16>) -> Result<TcpListener> {
+    if let (Some((low, high)), Some(port)) = (*ports, earlier) {
+        if (low..=high).contains(&port) {
+            if let Ok(listener) = TcpListener::bind((host, port)) {
+                return Ok(listener);
+            }
+        }
+    }
     if let Some((low, high)) = *ports {
         for _ in 0..TRIES {
             let port = low + (random_u16() % (high - low + 1));
@@ -140,15 +149,32 @@ mod tests {
 
     #[test]
     fn reserved_ports_are_distinct_listening_and_outside_the_range() {
-        let listeners = reserve("127.0.0.1", 8).unwrap();
-        let ports: std::collections::BTreeSet<u16> = listeners.iter().map(|l| l.local_addr().unwrap().port()).collect();
+        let listeners = reserve("127.0.0.1", 8, &[]).unwrap();
+        let ports: std::collections::BTreeSet<u16> = ports_of(&listeners).into_iter().collect();
         assert_eq!(ports.len(), 8);
-        if let Some((low, high)) = ports_outside(ephemeral_range()) {
-            assert!(ports.iter().all(|p| (low..=high).contains(p)), "{ports:?} outside {low}..={high}");
-        }
+        let (low, high) = ports_outside(ephemeral_range()).expect("room outside this host's ephemeral range");
+        assert!(ports.iter().all(|p| (low..=high).contains(p)), "{ports:?} outside {low}..={high}");
         for l in &listeners {
             assert_eq!(socket_option(l.as_raw_fd(), libc::SO_ACCEPTCONN).unwrap(), 1);
         }
+    }
+
+    fn ports_of(listeners: &[TcpListener]) -> Vec<u16> {
+        listeners.iter().map(|l| l.local_addr().unwrap().port()).collect()
+    }
+
+    #[test]
+    fn an_earlier_port_is_taken_again_when_free_and_clear_of_the_range() {
+        let ephemeral = ephemeral_range().expect("this host's ephemeral port range");
+        let (low, high) = ports_outside(Some(ephemeral)).expect("room outside this host's ephemeral range");
+        let ports = ports_of(&reserve("127.0.0.1", 2, &[]).unwrap());
+        let again = reserve("127.0.0.1", 2, &[Some(ports[0]), Some(ports[1])]).unwrap();
+        assert_eq!(ports_of(&again), ports, "free again once the first listeners closed");
+        // While `again` holds them, asking for one gets another; a port inside the ephemeral
+        // range is not kept either.
+        let other = ports_of(&reserve("127.0.0.1", 2, &[Some(ports[0]), Some(ephemeral.0)]).unwrap());
+        assert_ne!(other[0], ports[0]);
+        assert!((low..=high).contains(&other[1]), "{other:?}");
     }
 
     /// A descriptor of its own for `inherited` to take (it owns what it accepts).

@@ -473,3 +473,25 @@ fn up_hands_every_daemon_a_port_outside_the_ephemeral_range() {
         assert!(words.iter().any(|w| w == "--listen-fd"), "{}: {words:?}", r.name());
     }
 }
+
+/// Goal: a cluster stopped and started again keeps its addresses, so a client made before the
+/// `down` carries on after the `up` without reading the cluster file again.
+#[test]
+fn a_cluster_started_again_keeps_its_addresses_and_its_clients() {
+    let c = ClusterDir::new();
+    let mut args = c.up_args("2");
+    args.extend(["--mds", "2"]);
+    run_ok(&args);
+    let cluster = c.path().join("cluster.toml");
+    let before = tessera_client::ClusterConfig::load(&cluster).unwrap();
+    let client = tessera_client::Client::connect(&before).unwrap();
+    client.create("/kept", 0o644, None).unwrap().pwrite(0, b"across a restart").unwrap();
+    run_ok(&["down", "--dir", c.arg()]);
+    run_ok(&["up", "--dir", c.arg()]);
+    let after = tessera_client::ClusterConfig::load(&cluster).unwrap();
+    let addrs = |c: &tessera_client::ClusterConfig| (c.mds.iter().map(|m| m.addr.clone()).collect::<Vec<_>>(), c.osds.iter().map(|o| o.addr.clone()).collect::<Vec<_>>());
+    assert_eq!(addrs(&after), addrs(&before));
+    let mut back = vec![0u8; 16];
+    assert_eq!(client.open("/kept").unwrap().pread(0, &mut back).unwrap(), 16);
+    assert_eq!(&back, b"across a restart");
+}
