@@ -124,13 +124,18 @@ fn repair_finds_the_temporaries_of_copies_that_did_not_finish() {
     assert!(report.contains("  /.x.tessera-mv-7  (5000 bytes)\n  /d/.big.put-4242  (5000 bytes)\n"), "{report}");
     assert!(report.contains("repair: 2 temporary files left by copies that did not finish"), "{report}");
     assert!(!report.contains(".young") && !report.contains(".profile") && !report.contains(".notes"), "{report}");
+    assert!(report.contains("repair: left alone, as a put, cp or mv may still be writing them: 1 temporary file changed within the last 1h; once none runs, `tessera repair --older-than 0` includes them"), "{report}");
     let out = run(&["repair", "--remove"], Some(&file));
     assert!(text(&out.stdout).contains("2 temporary files left by copies that did not finish removed"), "{}", text(&out.stdout));
     let mut left: Vec<String> = client.readdir("/d").unwrap().into_iter().map(|e| e.name).collect();
     left.extend(client.readdir("/").unwrap().into_iter().map(|e| e.name));
     left.sort();
     assert_eq!(left, [".notes.put-draft", ".profile", ".young.cp-99", "d"]);
-    assert!(text(&run(&["repair"], Some(&file)).stdout).contains("no temporary left by an unfinished copy"));
+    let report = text(&run(&["repair"], Some(&file)).stdout);
+    assert!(report.contains("repair: no temporary left by a copy that did not finish 1h ago or more\n"), "the young one is still there: {report}");
+    client.unlink("/d/.young.cp-99").unwrap();
+    let report = text(&run(&["repair"], Some(&file)).stdout);
+    assert!(report.contains("repair: no temporary left by an unfinished copy\n") && !report.contains("left alone"), "{report}");
     cluster.stop().unwrap();
 }
 
@@ -153,6 +158,7 @@ fn repair_reports_the_sources_a_killed_mv_left_aside_and_keeps_them() {
     let out = run(&["repair"], Some(&file));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!text(&out.stdout).contains("tessera-mv-src"), "renamed moments ago, as a running mv does: {}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("left alone, as a put, cp or mv may still be writing them: 2 mv sources renamed aside changed within the last 1h"), "but counted: {}", text(&out.stdout));
 
     std::thread::sleep(std::time::Duration::from_millis(2100));
     let out = run(&["repair", "--remove", "--older-than", "1s"], Some(&file));

@@ -15,7 +15,7 @@
 //! and `mv` write `.<name>.<command>-<pid>` beside their destination and rename it into place,
 //! and only a client killed outright (SIGKILL, a crash, a lost host) leaves one behind. Those
 //! not written for an hour (`--older-than`) are reported, and removed with `--remove`; a younger
-//! one may belong to a copy still running. A `mv` between metadata servers first renames its
+//! one may belong to a copy still running, so it is only counted. A `mv` between metadata servers first renames its
 //! source aside (`.<name>.tessera-mv-src-<pid>`); one left so as long is reported with the
 //! command that puts it back, and never removed: it holds the only copy of its data.
 
@@ -67,7 +67,7 @@ pub fn repair(args: RepairArgs) -> Result<()> {
     report_split_faults(&reports, args.remove);
     let cutoff = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().saturating_sub(args.older_than);
     let damaged: HashSet<InodeId> = reports.iter().flat_map(|r| r.missing.iter().map(|m| m.ino)).collect();
-    let Walked { temporaries: stale, claimed, paths } = walk(&client, cutoff.as_secs() as i64, &damaged)?;
+    let Walked { temporaries: stale, claimed, young, paths } = walk(&client, cutoff.as_secs() as i64, &damaged)?;
     report_missing(&reports, &paths);
     for (path, size) in &stale {
         if args.remove {
@@ -76,6 +76,7 @@ pub fn repair(args: RepairArgs) -> Result<()> {
         println!("  {path}  ({size} bytes)");
     }
     match (stale.len(), args.remove) {
+        (0, _) if young.temporaries > 0 => println!("repair: no temporary left by a copy that did not finish {} ago or more", shown(args.older_than)),
         (0, _) => println!("repair: no temporary left by an unfinished copy"),
         (n, false) => println!(
             "repair: {} left by copies that did not finish (not written for {}); `tessera repair --remove` removes them",
@@ -95,7 +96,32 @@ pub fn repair(args: RepairArgs) -> Result<()> {
             shown(args.older_than)
         );
     }
+    if let Some(what) = young.described() {
+        // A command cut short a moment ago (its error pointed here) leaves these too.
+        println!(
+            "repair: left alone, as a put, cp or mv may still be writing them: {what} changed within the last {}; once none runs, `tessera repair --older-than 0` includes them",
+            shown(args.older_than)
+        );
+    }
     Ok(())
+}
+
+/// What the walk passed over as too recent: a command may still be at work on it.
+#[derive(Default)]
+struct Young {
+    temporaries: usize,
+    claimed: usize,
+}
+
+impl Young {
+    fn described(&self) -> Option<String> {
+        let parts: Vec<String> = [(self.temporaries, "temporary file", "temporary files"), (self.claimed, "mv source renamed aside", "mv sources renamed aside")]
+            .into_iter()
+            .filter(|(n, _, _)| *n > 0)
+            .map(|(n, one, many)| count(n as u64, one, many))
+            .collect();
+        (!parts.is_empty()).then(|| parts.join(" and "))
+    }
 }
 
 /// What cross-server mkdirs and rmdirs cut short left (`RepairReport::unlinked`, `dangling`).
@@ -178,11 +204,13 @@ fn shown(d: Duration) -> String {
 struct Walked {
     temporaries: Vec<(String, u64)>,
     claimed: Vec<(String, String)>,
+    young: Young,
     paths: HashMap<InodeId, String>,
 }
 
 fn walk(client: &Client, cutoff_secs: i64, wanted: &HashSet<InodeId>) -> Result<Walked> {
     let (mut temporaries, mut claimed, mut paths) = (Vec::new(), Vec::new(), HashMap::new());
+    let mut young = Young::default();
     // Each directory through a handle from its parent's listing (`Dir`): no walk from the root
     // per directory, which would cost a deep tree d²/2 lookups.
     let mut dirs = vec![("/".to_string(), client.open_dir("/")?)];
@@ -199,20 +227,24 @@ fn walk(client: &Client, cutoff_secs: i64, wanted: &HashSet<InodeId>) -> Result<
                 paths.insert(entry.attr.ino, path.clone());
             }
             // A claimed source's ctime is its rename aside (a directory's moves since).
-            if let Some(name) = super::temporary::claimed_source(&entry.name).filter(|_| entry.attr.ctime.secs < cutoff_secs) {
-                claimed.push((path, name.to_string()));
-                continue;
+            if let Some(name) = super::temporary::claimed_source(&entry.name) {
+                if entry.attr.ctime.secs < cutoff_secs {
+                    claimed.push((path, name.to_string()));
+                    continue;
+                }
+                young.claimed += 1;
             }
             match entry.attr.file_type {
                 FileType::Directory => dirs.push((path, handle.entered(&entry.name, &entry.attr)?)),
-                FileType::Regular if super::temporary::is_copy_temporary(&entry.name) && entry.attr.mtime.secs < cutoff_secs => {
-                    temporaries.push((path, if entry.attr.size_known() { entry.attr.size } else { 0 }));
-                }
+                FileType::Regular if super::temporary::is_copy_temporary(&entry.name) => match entry.attr.mtime.secs < cutoff_secs {
+                    true => temporaries.push((path, if entry.attr.size_known() { entry.attr.size } else { 0 })),
+                    false => young.temporaries += 1,
+                },
                 _ => {}
             }
         }
     }
     temporaries.sort();
     claimed.sort();
-    Ok(Walked { temporaries, claimed, paths })
+    Ok(Walked { temporaries, claimed, young, paths })
 }
