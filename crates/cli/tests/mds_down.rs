@@ -149,3 +149,45 @@ fn a_move_cut_short_by_a_stopped_server_says_where_everything_is() {
     assert!(client.open("/big").unwrap().read_to_end().unwrap() == data, "the source is whole under its name");
     cluster.stop().unwrap();
 }
+
+/// Goal: a `put` whose metadata server stops under it says that its partial copy is left,
+/// and where, instead of leaving it unnamed (the documented promise was that only a killed
+/// client leaves one). Once the server is back, `rm` of that name removes it. Method: a real
+/// cluster (two `tessera mds`); server 0 (the root's) stopped while `tessera put` writes a
+/// 96 MiB file into the root, the `put` frozen meanwhile.
+#[test]
+fn a_put_cut_short_by_a_stopped_server_names_the_partial_copy_it_leaves() {
+    let dir = tempfile::Builder::new().prefix("tessera-mds-down-put-").tempdir().unwrap();
+    let mut cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &ClusterSpec { mds: 2, ..ClusterSpec::new(2) }).unwrap();
+    let client = Client::connect(cluster.config()).unwrap();
+    let local = dir.path().join("big");
+    std::fs::write(&local, (0..96u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect::<Vec<u8>>()).unwrap();
+    let file = cluster.cluster_file();
+    let put = std::process::Command::new(tessera_exe())
+        .args(["put", local.to_str().unwrap(), "/big"])
+        .env("TESSERA_CLUSTER", &file)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let copying = std::time::Instant::now();
+    let temporary = loop {
+        if let Some(e) = client.readdir("/").unwrap().into_iter().find(|e| e.name.starts_with(".big.put-")) {
+            break format!("/{}", e.name);
+        }
+        assert!(copying.elapsed() < std::time::Duration::from_secs(60), "the copy never started");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    common::while_frozen(put.id(), || cluster.stop_mds(0).unwrap());
+    let out = put.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "the put cannot finish without server 0");
+    assert!(err.contains(&format!("the partial copy {temporary} could not be removed")), "{err}");
+    assert!(err.contains("(the destination is unchanged)"), "{err}");
+
+    cluster.start_mds(0).unwrap();
+    assert!(client.lookup("/big").is_err(), "the destination was never made");
+    let out = run(&["rm", &temporary], Some(&file));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(client.readdir("/").unwrap().is_empty(), "nothing left");
+    cluster.stop().unwrap();
+}

@@ -199,8 +199,15 @@ pub(super) fn store(client: &Client, source: Source<'_>, remote: &str, new_mode:
         Ok(n)
     });
     copied.map_err(|e| {
-        // The destination is as it was; the partial copy goes.
-        let _ = client.unlink(&temp);
+        // The destination is as it was; the partial copy goes. When it cannot (its metadata
+        // server stopped answering meanwhile), it is named at once: each file of a tree that
+        // fails so leaves one, and only the first error reaches the end.
+        match client.unlink(&temp) {
+            Err(u) if u.fs_error() != Some(FsError::NotFound) => eprintln!(
+                "tessera: {verb}: the partial copy {temp} could not be removed ({u}); `tessera rm` removes it, and `tessera repair` lists it once it is an hour old"
+            ),
+            _ => {}
+        }
         e.context(format!("{verb} {name} -> {remote} (the destination is unchanged)"))
     })
 }
