@@ -237,7 +237,7 @@ impl StripedFile<'_> {
         };
         std::thread::scope(|inner| {
             for _ in 1..workers {
-                inner.spawn(&worker);
+                inner.spawn(worker);
             }
             worker();
         });

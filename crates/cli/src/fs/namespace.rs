@@ -258,7 +258,7 @@ pub fn ls(args: LsArgs) -> Result<()> {
         bail!(ExitStatus { status: if unreadable_operands > 0 { 2 } else { 1 }, message });
     }
     if unknown.get() > 0 {
-        bail!("the attributes of {} could not be read: {}", count(unknown.get() as u64, "entry", "entries"), FsError::PeerDown);
+        bail!("the attributes of {} could not be read: {}", count(unknown.get(), "entry", "entries"), FsError::PeerDown);
     }
     if sizeless.get() > 0 {
         // As du: the listing is whole, but a script summing its sizes must learn it cannot.
