@@ -38,6 +38,23 @@ impl ClusterDir {
         vec!["up", "--dir", self.arg(), "--osds", osds]
     }
 
+    /// `tessera up` of this directory with `osds` OSDs and `extra` flags, which must succeed.
+    fn up_with(&self, osds: &str, extra: &[&str]) {
+        let mut args = self.up_args(osds);
+        args.extend(extra);
+        run_ok(&args);
+    }
+
+    fn cluster_file(&self) -> PathBuf {
+        self.path().join("cluster.toml")
+    }
+
+    /// Every daemon's address in the cluster file, metadata servers first.
+    fn addrs(&self) -> Vec<String> {
+        let config = tessera_client::ClusterConfig::load(&self.cluster_file()).unwrap();
+        config.mds.iter().map(|m| m.addr.clone()).chain(config.osds.iter().map(|o| o.addr.clone())).collect()
+    }
+
     fn pid_of(&self, name: &str) -> u32 {
         let records = read_records(self.path()).expect("daemons.json");
         records.iter().find(|r| r.name() == name).unwrap_or_else(|| panic!("no {name} in daemons.json")).pid
@@ -434,12 +451,9 @@ fn status_with_a_corrupt_cluster_file_shows_the_daemons_from_the_directory() {
 #[test]
 fn a_cluster_on_the_ipv6_loopback_serves_files() {
     let c = ClusterDir::new();
-    let mut args = c.up_args("2");
-    args.extend(["--host", "::1"]);
-    run_ok(&args);
-    let cluster = c.path().join("cluster.toml");
-    let config = tessera_client::ClusterConfig::load(&cluster).unwrap();
-    let addrs: Vec<&str> = config.mds.iter().map(|m| m.addr.as_str()).chain(config.osds.iter().map(|o| o.addr.as_str())).collect();
+    c.up_with("2", &["--host", "::1"]);
+    let cluster = c.cluster_file();
+    let addrs = c.addrs();
     assert_eq!(addrs.len(), 3);
     assert!(addrs.iter().all(|a| a.starts_with("[::1]:")), "{addrs:?}");
     let work = tempfile::tempdir().unwrap();
@@ -458,9 +472,7 @@ fn a_cluster_on_the_ipv6_loopback_serves_files() {
 #[test]
 fn up_hands_every_daemon_a_port_outside_the_ephemeral_range() {
     let c = ClusterDir::new();
-    let mut args = c.up_args("2");
-    args.extend(["--mds", "2"]);
-    run_ok(&args);
+    c.up_with("2", &["--mds", "2"]);
     let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap();
     let bounds: Vec<u16> = range.split_whitespace().map(|p| p.parse().unwrap()).collect();
     let records = read_records(c.path()).unwrap();
@@ -479,18 +491,13 @@ fn up_hands_every_daemon_a_port_outside_the_ephemeral_range() {
 #[test]
 fn a_cluster_started_again_keeps_its_addresses_and_its_clients() {
     let c = ClusterDir::new();
-    let mut args = c.up_args("2");
-    args.extend(["--mds", "2"]);
-    run_ok(&args);
-    let cluster = c.path().join("cluster.toml");
-    let before = tessera_client::ClusterConfig::load(&cluster).unwrap();
-    let client = tessera_client::Client::connect(&before).unwrap();
+    c.up_with("2", &["--mds", "2"]);
+    let before = c.addrs();
+    let client = tessera_client::Client::connect(&tessera_client::ClusterConfig::load(&c.cluster_file()).unwrap()).unwrap();
     client.create("/kept", 0o644, None).unwrap().pwrite(0, b"across a restart").unwrap();
     run_ok(&["down", "--dir", c.arg()]);
     run_ok(&["up", "--dir", c.arg()]);
-    let after = tessera_client::ClusterConfig::load(&cluster).unwrap();
-    let addrs = |c: &tessera_client::ClusterConfig| (c.mds.iter().map(|m| m.addr.clone()).collect::<Vec<_>>(), c.osds.iter().map(|o| o.addr.clone()).collect::<Vec<_>>());
-    assert_eq!(addrs(&after), addrs(&before));
+    assert_eq!(c.addrs(), before);
     let mut back = vec![0u8; 16];
     assert_eq!(client.open("/kept").unwrap().pread(0, &mut back).unwrap(), 16);
     assert_eq!(&back, b"across a restart");

@@ -17,6 +17,18 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// The name in `dir` starting with `prefix`, once a copy running meanwhile has made it.
+fn named_soon(client: &Client, dir: &str, prefix: &str) -> String {
+    let copying = std::time::Instant::now();
+    loop {
+        if let Some(e) = client.readdir(dir).unwrap().into_iter().find(|e| e.name.starts_with(prefix)) {
+            return e.name;
+        }
+        assert!(copying.elapsed() < std::time::Duration::from_secs(60), "the copy never started");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 #[test]
 fn with_a_metadata_server_down_listings_still_name_its_entries() {
     let dir = tempfile::Builder::new().prefix("tessera-mds-down-").tempdir().unwrap();
@@ -126,11 +138,7 @@ fn a_move_cut_short_by_a_stopped_server_says_where_everything_is() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let copying = std::time::Instant::now();
-    while !client.readdir(&there).unwrap().iter().any(|e| e.name.starts_with(".big.tessera-mv-")) {
-        assert!(copying.elapsed() < std::time::Duration::from_secs(60), "the copy never started");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    named_soon(&client, &there, ".big.tessera-mv-");
     // Frozen while the server stops: a graceful stop takes up to a few hundred milliseconds
     // to take effect, in which a fast copy could finish.
     common::while_frozen(mv.id(), || cluster.stop_mds(0).unwrap());
@@ -169,14 +177,7 @@ fn a_put_cut_short_by_a_stopped_server_names_the_partial_copy_it_leaves() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let copying = std::time::Instant::now();
-    let temporary = loop {
-        if let Some(e) = client.readdir("/").unwrap().into_iter().find(|e| e.name.starts_with(".big.put-")) {
-            break format!("/{}", e.name);
-        }
-        assert!(copying.elapsed() < std::time::Duration::from_secs(60), "the copy never started");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    };
+    let temporary = format!("/{}", named_soon(&client, "/", ".big.put-"));
     common::while_frozen(put.id(), || cluster.stop_mds(0).unwrap());
     let out = put.wait_with_output().unwrap();
     let err = text(&out.stderr);
