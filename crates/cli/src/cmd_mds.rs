@@ -211,7 +211,12 @@ pub fn run(args: MdsArgs) -> Result<()> {
             if let Some(socket) = &args.agent_socket {
                 let _ = std::fs::remove_file(socket);
             }
-            // Every acknowledged namespace change is in a durable SQLite commit: nothing to flush.
+            // Every acknowledged namespace change is in a durable SQLite commit: nothing to
+            // flush. Removals of unlinked files' objects are journaled too; finishing those
+            // under way only spares the next start the work, so it is bounded.
+            if !mds.settle_removals(REMOVALS_SETTLE_MAX) {
+                eprintln!("tessera mds: objects still awaiting removal are left to the next start");
+            }
             return Ok(());
         }
         if mds.store_failed() {
@@ -223,6 +228,9 @@ pub fn run(args: MdsArgs) -> Result<()> {
         std::thread::sleep(STORE_CHECK_EVERY);
     }
 }
+
+/// The longest a stopping server waits for removals under way.
+const REMOVALS_SETTLE_MAX: Duration = Duration::from_secs(2);
 
 /// How often the main thread looks at the store's health between signals.
 const STORE_CHECK_EVERY: Duration = Duration::from_millis(200);

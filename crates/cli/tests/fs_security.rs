@@ -13,7 +13,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::tessera_exe;
+use common::{tessera_exe, until_objects_removed};
 use tessera_cli::cluster::{ClusterSpec, LocalCluster, SecuritySpec, KEYS_DIR};
 use tessera_cli::session::connect;
 use tessera_client::{Client, File, FsError};
@@ -233,6 +233,8 @@ fn rm_revokes_by_removing_the_objects() {
     let hostile = hostile_session(&cluster, c.osd);
     hostile.execute_as(&read_cmd(c.addr, 6), &c.credential).unwrap();
     client.unlink("/h").unwrap();
+    // The objects go a moment after the unlink is answered; from then on nothing reaches them.
+    until_objects_removed(&client);
     let e = hostile.execute_as(&read_cmd(c.addr, 6), &c.credential).unwrap_err();
     assert!(e.sense().is_some(), "refused by the OSD: {e}");
     let write = OsdRequestBuilder::new(Command::Write { addr: c.addr, offset: 0, len: 4, layout: DataLayout::Contiguous }).data(b"back");

@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{alive, tessera_exe};
+use common::{alive, tessera_exe, until_objects_removed};
 use tessera_cli::cluster::{ClusterSpec, LocalCluster};
 use tessera_client::{Client, StripeHint};
 
@@ -106,6 +106,7 @@ fn a_full_disk_under_an_osd_is_enospc_and_keeps_data_readable() {
     assert_eq!(client.open("/kept").unwrap().read_to_end().unwrap(), kept, "data written before stays readable");
     assert_eq!(client.stat("/kept").unwrap().size, kept.len() as u64);
     client.unlink("/doomed").expect("a removal on a full disk");
+    until_objects_removed(&client);
     assert!(objects_on_disk(&osd_data) < before, "the removed file's object left the disk");
 
     std::fs::remove_file(&filler).unwrap();

@@ -13,7 +13,8 @@
 //!   truncate, list), implemented over the typed OSD client by [`OsdObjects`].
 //! - [`security`]: the security manager: OSD keys, their rotation, and the capabilities every
 //!   layout comes with.
-//! - [`journal`]: the pending-removal journal that keeps create and unlink from leaking objects.
+//! - [`journal`]: the pending-removal journal that keeps create and unlink from leaking objects;
+//!   [`reaper`]: the thread that removes an unlinked file's objects after the unlink is answered.
 //! - [`revocation`]: the retag journal that finishes a `chmod`'s revocation on an OSD that
 //!   was unreachable when it ran; [`periodic`]: the background threads that retry it and
 //!   probe the OSDs.
@@ -50,6 +51,7 @@ pub mod poll_window;
 pub mod poller;
 pub mod proven;
 pub mod pools;
+pub mod reaper;
 pub mod rename_lock;
 pub mod revocation;
 pub mod security;

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tessera_mds_proto::request::NewInode;
 use tessera_mds_proto::{Attr, Caller, ClusterMap, FileLayout, FileType, FsError, InodeId, ObjectRef, Reply, Request, SetAttrs, StripeHint, Timespec};
@@ -30,6 +30,7 @@ use crate::namespace::{Namespace, NamespaceError};
 use crate::objects::{DataObjects, ObjectData};
 use crate::peer::{MdsConnection, PEER_TIMEOUT};
 use crate::pools::{Pools, PrecreateConfig};
+use crate::reaper::Reaper;
 use crate::rename_lock::{self, LockHolder, RenameLock};
 use crate::revocation::{self, Retrier};
 use crate::truncation;
@@ -92,6 +93,8 @@ pub struct Mds {
     pools: Pools,
     /// Finishes revocations an OSD could not be told of (revocation.rs).
     _revocations: Retrier,
+    /// Removes unlinked files' objects after the unlink is answered (reaper.rs).
+    reaper: Reaper,
     /// Every object operation goes through [`Watched`], which records here whether the OSD
     /// answered; the prober asks the OSDs nothing else asked lately.
     health: Arc<OsdHealth>,
@@ -198,6 +201,7 @@ impl Mds {
             Err(e) => tracing::warn!(%e, "revocation journal not read"),
         }
         let revocations = Retrier::start(ns.clone(), objects.clone(), health.clone()).map_err(|source| OpenError::Db(DbError::Thread { source }))?;
+        let reaper = Reaper::start(ns.clone(), objects.clone()).map_err(|source| OpenError::Db(DbError::Thread { source }))?;
         let osd_count = config.cluster.osds.len() as u32;
         let pools = Pools::start(ns.clone(), objects.clone(), osd_count, config.precreate).map_err(OpenError::Store)?;
         let prober = Prober::start(watched, health.clone()).map_err(|source| OpenError::Db(DbError::Thread { source }))?;
@@ -205,7 +209,7 @@ impl Mds {
         // A count that starts from the clock, so a restarted server takes no token its
         // previous life may still hold.
         let lock_tokens = AtomicU64::new((u64::from(config.server_index) << 56) | (now_ms() << 12) & ((1 << 56) - 1));
-        Ok(Mds { ns, pools, _revocations: revocations, health, _prober: prober, objects, config, peers, peers_down: Mutex::default(), rename_lock: RenameLock::default(), lock_tokens })
+        Ok(Mds { ns, pools, _revocations: revocations, reaper, health, _prober: prober, objects, config, peers, peers_down: Mutex::default(), rename_lock: RenameLock::default(), lock_tokens })
     }
 
     pub fn server_index(&self) -> u32 {
@@ -405,9 +409,16 @@ impl Mds {
         FileData::of(layout, states.collect::<Result<Vec<_>, _>>()?.iter())
     }
 
-    /// Removes objects now journaled; failures stay journaled for the next drain.
+    /// Removes objects now journaled, in the background (`reaper.rs`); failures stay
+    /// journaled for the next drain.
     fn remove_objects(&self, list: &[ObjectRef]) {
-        journal::drain(&self.ns, self.objects.as_ref(), list);
+        self.reaper.remove(list);
+    }
+
+    /// Waits up to `limit` for the removals of unlinked files' objects to be tried; true when
+    /// none is left to try. A server stopping calls it so that a clean stop leaves no work.
+    pub fn settle_removals(&self, limit: Duration) -> bool {
+        self.reaper.settle(limit)
     }
 
     /// Answers one request, waiting until what it changed is durable.

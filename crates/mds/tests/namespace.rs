@@ -5,6 +5,7 @@
 mod common;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use common::*;
 use tessera_mds::DataObjects;
@@ -102,6 +103,8 @@ fn namespace_operations_and_their_errors() {
         other => panic!("{other:?}"),
     };
     m.handle(Request::Rename { src_parent: root, src_name: "g2".into(), dst_parent: e.ino, dst_name: "g".into() }).unwrap();
+    // Removed after the rename is answered (`reaper.rs`).
+    assert!(m.settle_removals(Duration::from_secs(10)), "the replaced file's removal is tried");
     for o in &layout.objects {
         assert!(osds.logical_len(*o).is_err(), "replaced file's objects are removed");
     }
@@ -114,8 +117,9 @@ fn namespace_operations_and_their_errors() {
         Err(FsError::NotDir)
     );
 
-    // unlink removes the objects; rmdir of the now empty directory works.
+    // unlink removes the objects (right after it answers); rmdir of the now empty directory works.
     m.handle(Request::Unlink { parent: e.ino, name: "g".into() }).unwrap();
+    assert!(m.settle_removals(Duration::from_secs(10)), "the unlinked file's removal is tried");
     assert!(g2.objects.iter().all(|o| osds.logical_len(*o).is_err()));
     m.handle(Request::Rmdir { parent: root, name: "e".into() }).unwrap();
     assert_eq!(names(&m, root), vec!["d".to_string(), "s".to_string()]);

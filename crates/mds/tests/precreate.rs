@@ -9,6 +9,7 @@ mod common;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use common::*;
 use tessera_mds::{DataObjects, Mds, PrecreateConfig};
@@ -59,6 +60,7 @@ fn files_get_distinct_existing_objects_across_many_refills() {
         other => panic!("{other:?}"),
     };
     m.handle(Request::Unlink { parent: InodeId::ROOT, name: "f7".into() }).unwrap();
+    assert!(m.settle_removals(Duration::from_secs(10)), "the removal is tried after the unlink is answered");
     assert!(layout.objects.iter().all(|o| objects.logical_len(*o).is_err()));
     assert_eq!(m.repair(), Ok(tessera_mds::Audit::default()));
 }

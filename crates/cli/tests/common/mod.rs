@@ -141,3 +141,17 @@ pub fn while_frozen<T>(pid: u32, f: impl FnOnce() -> T) -> (T, Duration) {
 pub fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
 }
+
+/// Waits until the metadata servers report no unlinked file's object awaiting removal: they
+/// remove a file's objects a moment after answering its unlink (`tessera_mds::reaper`).
+pub fn until_objects_removed(client: &tessera_client::Client) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let left = client.statfs().unwrap().pending_removals;
+        if left == 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{left} objects still await removal after 20 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

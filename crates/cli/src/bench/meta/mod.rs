@@ -8,7 +8,11 @@
 //!   shared directory striped over `--stripe-count` OSDs (1 like the seed's "1 I/O
 //!   element"). Each operation is one request through an open directory handle ([`Dir`]), as
 //!   a kernel client with a warm dentry cache sends it; "create by path" repeats the creates
-//!   through `Client::create(path)`, which walks the path from the root first.
+//!   through `Client::create(path)`, which walks the path from the root first. A server
+//!   answers an unlink once the namespace change is durable and removes the file's objects
+//!   after (`tessera_mds::reaper`): "remove" times the answers, "remove, objects gone" the
+//!   same removals until the servers report no object left awaiting removal. Every phase
+//!   starts once none is left, so it does not share the machine with that work.
 //! - Stripe sweep: one client creates, stats, lists and removes files striped over 1..=N
 //!   OSDs. A stat reads every object's length, so it grows with the stripe count; a create
 //!   need not. A listing (readdir with attributes) reads the same lengths for a whole page of
@@ -147,6 +151,8 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
             Ok(())
         })?;
         let remove = phase::run(&workers, files, |(c, _, d), i| Ok(d.unlink(&name(*c, i))?))?;
+        // Until the objects are off the OSDs too: the unlinks' whole cost.
+        let removed = remove.ops as f64 / (remove.wall + phase::until_objects_removed(&admin)?).as_secs_f64();
         // The same creates by path: the client walks from the root (one lookup per component)
         // before each create, as `Client::create` does without a directory handle.
         let by_path = phase::run(&workers, files, |(c, client, _), i| {
@@ -154,6 +160,7 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
             Ok(())
         })?;
         phase::run(&workers, files, |(c, _, d), i| Ok(d.unlink(&name(*c, i))?))?;
+        phase::until_objects_removed(&admin)?;
         for (op, p) in [("round trip", &trips), ("create", &create), ("stat", &stat), ("remove", &remove), ("create by path", &by_path)] {
             let mut row = json!({"section": "clients", "op": op, "clients": k, "stripe_count": args.stripe_count,
                 "ops_per_sec": p.ops_per_sec(), "median_us": p.median_us(), "p99_us": p.p99_us(),
@@ -162,12 +169,17 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
                 row["mds_cpu_us_per_op"] = json!(mds_us_per_create);
             }
             report.row(row);
+            if op == "remove" {
+                report.row(json!({"section": "clients", "op": "remove, objects gone", "clients": k, "stripe_count": args.stripe_count,
+                    "ops_per_sec": removed, "over_round_trip": removed / trips.ops_per_sec()}));
+            }
         }
         report.summary(&format!("creates_per_sec_{k}_clients"), create.ops_per_sec());
         report.summary(&format!("mds_cpu_us_per_create_{k}_clients"), mds_us_per_create);
         report.summary(&format!("creates_by_path_per_sec_{k}_clients"), by_path.ops_per_sec());
         report.summary(&format!("stats_per_sec_{k}_clients"), stat.ops_per_sec());
         report.summary(&format!("removes_per_sec_{k}_clients"), remove.ops_per_sec());
+        report.summary(&format!("removes_with_objects_gone_per_sec_{k}_clients"), removed);
         report.summary(&format!("round_trips_per_sec_{k}_clients"), trips.ops_per_sec());
         report.summary(&format!("create_median_us_{k}_clients"), create.median_us());
         report.summary(&format!("create_p99_us_{k}_clients"), create.p99_us());
@@ -213,6 +225,7 @@ pub fn run(args: MetaArgs, common: &CommonArgs) -> Result<()> {
             Ok(())
         })?;
         let remove = phase::run(&workers, stripe_files, |(c, _, d), i| Ok(d.unlink(&name(*c, i))?))?;
+        phase::until_objects_removed(&admin)?;
         for (series, (op, p)) in stripe_series.iter_mut().zip([("create", &create), ("stat", &stat), ("remove", &remove)]) {
             report.row(json!({"section": "stripes", "op": op, "clients": 1, "stripe_count": count,
                 "ops_per_sec": p.ops_per_sec(), "median_us": p.median_us(), "p99_us": p.p99_us()}));
@@ -310,7 +323,11 @@ fn open_workers(admin: &Client, config: &tessera_client::ClusterConfig, top: &st
             }
             Ok((c, client, dir))
         })
-        .collect()
+        .collect::<Result<Vec<Worker>>>()
+        .and_then(|workers| {
+            phase::until_objects_removed(admin)?;
+            Ok(workers)
+        })
 }
 
 /// The directory to work in: the one given (must be empty or absent), or a fresh temporary one

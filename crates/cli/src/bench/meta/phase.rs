@@ -65,6 +65,25 @@ pub fn run<C: Sync>(clients: &[C], per_client: usize, op: impl Fn(&C, usize) -> 
     Ok(Phase { ops: latencies_us.len(), wall, latencies_us })
 }
 
+/// Waits until the metadata servers have removed every unlinked file's objects from the OSDs
+/// (they do so after answering the unlink: `tessera_mds::reaper`), so that the next phase does
+/// not share the machine with that work; returns how long that took.
+pub fn until_objects_removed(admin: &tessera_client::Client) -> Result<Duration> {
+    let start = Instant::now();
+    loop {
+        let left = admin.statfs()?.pending_removals;
+        if left == 0 {
+            return Ok(start.elapsed());
+        }
+        anyhow::ensure!(start.elapsed() < REMOVAL_WAIT_MAX, "{left} unlinked files' objects are still awaiting removal after {REMOVAL_WAIT_MAX:?}: is an OSD down?");
+        std::thread::sleep(REMOVAL_POLL);
+    }
+}
+
+/// How often [`until_objects_removed`] asks, and for how long at most.
+const REMOVAL_POLL: Duration = Duration::from_millis(1);
+const REMOVAL_WAIT_MAX: Duration = Duration::from_secs(60);
+
 /// Runs `phase` and returns it with the CPU time process `pid` used meanwhile.
 pub fn with_cpu_of(pid: u32, phase: impl FnOnce() -> Result<Phase>) -> Result<(Phase, Duration)> {
     let before = crate::bench::cpu::process_cpu(pid)?;
