@@ -206,7 +206,14 @@ fn a_sticky_directory_keeps_users_from_removing_each_others_entries() {
         alice.mkdir(&format!("/tmp/d{i}"), 0o755).unwrap();
     }
     let far = (0..8).find(|i| alice.stat(&format!("/tmp/d{i}")).unwrap().ino.server() != here).expect("a directory on the other server");
+    let near = (0..8).find(|i| alice.stat(&format!("/tmp/d{i}")).unwrap().ino.server() == here).expect("a directory on the entry's server");
     assert_eq!(fs_err(bob.rmdir(&format!("/tmp/d{far}"))), FsError::NotPermitted);
+    // An unlink of someone else's directory is EPERM before it is EISDIR, as on Linux,
+    // whichever server holds the directory (a far one's owner needs the other server).
+    for i in [near, far] {
+        assert_eq!(fs_err(bob.unlink(&format!("/tmp/d{i}"))), FsError::NotPermitted, "bob unlinks alice's /tmp/d{i}");
+        assert_eq!(fs_err(alice.unlink(&format!("/tmp/d{i}"))), FsError::IsDir, "alice unlinks her /tmp/d{i}");
+    }
     alice.rmdir(&format!("/tmp/d{far}")).unwrap();
     bob.unlink("/tmp/b").unwrap();
     alice.rename("/tmp/a", "/tmp/a2").unwrap();

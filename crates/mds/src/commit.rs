@@ -165,6 +165,14 @@ impl GroupCommit {
         Ok((Pending { group }, result))
     }
 
+    /// Runs `step` as [`GroupCommit::write`] does (hot rows settled, a savepoint of its own)
+    /// but returns at once, as [`GroupCommit::start_write`] does: for a step the event loop
+    /// runs (an unlink) that must not settle its failures by hand.
+    pub fn start_guarded<R, E: From<FsError>>(&self, step: impl FnOnce(&mut Store) -> Result<R, E>) -> Result<(Pending, Result<R, E>), FsError> {
+        let (group, result) = self.run_step(step, StepKind::Guarded)?;
+        Ok((Pending { group }, result))
+    }
+
     /// Returns once `pending` is durable; EIO if its group was lost.
     pub fn wait(&self, pending: Pending) -> Result<(), FsError> {
         self.wait_durable(pending.group, Flush::outcome)

@@ -58,6 +58,12 @@ impl Namespace {
         self.writer.start_write(step)
     }
 
+    /// Runs one mutating step atomically, as [`Namespace::write`], and returns at once, with
+    /// the durability to wait for ([`GroupCommit::start_guarded`]).
+    pub fn start_guarded<R, E: From<FsError>>(&self, step: impl FnOnce(&mut Store) -> Result<R, E>) -> Result<(Pending, Result<R, E>), FsError> {
+        self.writer.start_guarded(step)
+    }
+
     /// Returns once `pending` is durable; EIO if it was lost.
     pub fn wait(&self, pending: Pending) -> Result<(), FsError> {
         self.writer.wait(pending)

@@ -9,7 +9,8 @@
 //!   acknowledged is undone.
 //! - One thread takes everything queued at once (up to [`BATCH_MAX`]) and has those REMOVEs in
 //!   flight together, then clears their rows in one step: removals from many `rm`s share
-//!   their round trips and their store write.
+//!   their round trips and their store write. Woken by a first object, it waits up to
+//!   [`LINGER`] for [`GATHER`] of them, so an `rm -r` does not pay a pass per file.
 //! - Back-pressure: past [`QUEUED_MAX`] queued objects, the unlink removes its own objects
 //!   before it answers, as it did before the reaper, so a fast `rm -r` cannot run ahead of
 //!   the OSDs without bound.
@@ -31,6 +32,9 @@ use crate::objects::DataObjects;
 pub const BATCH_MAX: usize = 4096;
 /// Queued objects past which an unlink removes its own objects before it answers.
 pub const QUEUED_MAX: usize = 65_536;
+/// Objects a pass waits for, at most [`LINGER`], before it starts.
+pub const GATHER: usize = 64;
+pub const LINGER: Duration = Duration::from_millis(2);
 
 #[derive(Default)]
 struct Queue {
@@ -72,8 +76,11 @@ impl Reaper {
         {
             let mut q = self.shared.lock();
             if q.objects.len() < QUEUED_MAX && !q.stop {
+                let first = q.objects.is_empty();
                 q.objects.extend_from_slice(journaled);
-                self.shared.wake.notify_one();
+                if first || q.objects.len() >= GATHER {
+                    self.shared.wake.notify_one();
+                }
                 return;
             }
         }
@@ -121,6 +128,14 @@ impl Shared {
                 while q.objects.is_empty() && !q.stop {
                     self.idle.notify_all();
                     q = self.wake.wait(q).unwrap_or_else(|p| p.into_inner());
+                }
+                let linger_until = Instant::now() + LINGER;
+                while q.objects.len() < GATHER && !q.stop {
+                    let left = linger_until.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    q = self.wake.wait_timeout(q, left).unwrap_or_else(|p| p.into_inner()).0;
                 }
                 if q.stop {
                     self.idle.notify_all();

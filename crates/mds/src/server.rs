@@ -85,7 +85,9 @@ pub enum OpenError {
 /// its group is lost).
 pub enum Answer {
     Now(Result<Reply, FsError>),
-    WhenDurable(Pending, Result<Reply, FsError>),
+    /// The reply, owed until the step is durable; then the objects the step journaled for
+    /// removal are removed ([`Mds::remove_journaled`]).
+    WhenDurable(Pending, Result<Reply, FsError>, Vec<ObjectRef>),
 }
 
 pub struct Mds {
@@ -409,9 +411,10 @@ impl Mds {
         FileData::of(layout, states.collect::<Result<Vec<_>, _>>()?.iter())
     }
 
-    /// Removes objects now journaled, in the background (`reaper.rs`); failures stay
-    /// journaled for the next drain.
-    fn remove_objects(&self, list: &[ObjectRef]) {
+    /// Removes objects a durable step journaled, in the background (`reaper.rs`); failures
+    /// stay journaled for the next drain. Never before the step is durable: a crash would
+    /// then keep the file and lose its data.
+    pub fn remove_journaled(&self, list: &[ObjectRef]) {
         self.reaper.remove(list);
     }
 
@@ -430,8 +433,9 @@ impl Mds {
     pub fn handle_as(&self, caller: &Caller, request: Request) -> Result<Reply, FsError> {
         match self.answer(caller, request) {
             Answer::Now(reply) => reply,
-            Answer::WhenDurable(pending, reply) => {
+            Answer::WhenDurable(pending, reply, removals) => {
                 self.ns.wait(pending)?;
+                self.remove_journaled(&removals);
                 reply
             }
         }
@@ -459,11 +463,29 @@ impl Mds {
         let (parent, name, new, stripe) = match request {
             Request::Create { parent, name, new, stripe } => (parent, name, new, stripe),
             Request::ClusterMap => return Ok(Answer::Now(Ok(Reply::ClusterMap(self.config.cluster.clone())))),
+            Request::Unlink { parent, name } => return self.unlink_without_blocking(caller, parent, &name).ok_or(Request::Unlink { parent, name }),
             other => return Err(other),
         };
         match self.create_once(caller, parent, &name, &new, stripe) {
             CreateTry::Answered(answer) => Ok(answer),
             CreateTry::PoolEmpty(..) | CreateTry::Unchecked(..) => Err(Request::Create { parent, name, new, stripe }),
+        }
+    }
+
+    /// An unlink as one step with its permission checks inside, answered when durable, its
+    /// objects removed after (`reaper.rs`): nothing in it waits, so the event loop runs it and
+    /// gathers it into groups as it does creates. None when the checks need another server.
+    fn unlink_without_blocking(&self, caller: &Caller, parent: InodeId, name: &str) -> Option<Answer> {
+        let me = self.server_index();
+        let started = self.ns.start_guarded(|s| match authorize::may_unlink_in_step(s, caller, parent, name, me)? {
+            true => s.unlink(parent, name, now()).map(Some),
+            false => Ok(None),
+        });
+        match started {
+            Err(e) => Some(Answer::Now(Err(e))),
+            Ok((_, Ok(None))) => None,
+            Ok((pending, Ok(Some(objects)))) => Some(Answer::WhenDurable(pending, Ok(Reply::Done), objects)),
+            Ok((pending, Err(e))) => Some(Answer::WhenDurable(pending, Err(e), Vec::new())),
         }
     }
 
@@ -486,7 +508,7 @@ impl Mds {
             R::Create { parent, name, new, stripe } => self.handle_as(caller, R::Create { parent, name, new, stripe }),
             R::Unlink { parent, name } => {
                 let objects = self.ns.write(|s| s.unlink(parent, &name, now()))?;
-                self.remove_objects(&objects);
+                self.remove_journaled(&objects);
                 Ok(Reply::Done)
             }
             R::Rename { src_parent, src_name, dst_parent, dst_name } => {
@@ -662,11 +684,11 @@ impl Mds {
                 // file's mode (install -m 444, git's objects): the creator's first credentials
                 // allow writing; refreshed ones follow the mode.
                 let reply = self.grant(&f.layout, &f.policy_tags, access::READ | access::WRITE).map(|grant| Reply::Created { attr: f.row.attr(0), layout: f.layout, grant });
-                CreateTry::Answered(Answer::WhenDurable(pending, reply))
+                CreateTry::Answered(Answer::WhenDurable(pending, reply, Vec::new()))
             }
             Err(CreateError::PoolEmpty(osds)) => CreateTry::PoolEmpty(pending, osds),
             Err(CreateError::Unchecked(osds)) => CreateTry::Unchecked(pending, osds),
-            Err(CreateError::Fs(e)) => CreateTry::Answered(Answer::WhenDurable(pending, Err(e))),
+            Err(CreateError::Fs(e)) => CreateTry::Answered(Answer::WhenDurable(pending, Err(e), Vec::new())),
         }
     }
 
@@ -764,7 +786,7 @@ impl Mds {
                 Err(FsError::IsDir) if self.is_ancestor(self.lookup(dst_parent, dst_name)?.ino, src_parent)? => Err(FsError::NotEmpty),
                 other => other,
             }?;
-            self.remove_objects(&replaced);
+            self.remove_journaled(&replaced);
             return Ok(());
         }
         Err(FsError::Busy)

@@ -1,15 +1,16 @@
 //! The TCP front of an [`Mds`]: one event loop thread (epoll, `poller.rs`) reads every
-//! connection, runs the creates itself, commits and flushes their group, and sends their
-//! replies; no create crosses a thread. A request that may block (on an OSD, a peer server or
+//! connection, runs the creates and unlinks itself, commits and flushes their group, and sends
+//! their replies; neither crosses a thread. A request that may block (on an OSD, a peer server or
 //! a flush) takes its connection to one of the [`Workers`], which answers it, sends the reply
 //! and hands the connection back, watched for its next request, without waking the loop.
 //!
-//! - A create runs its step at once (`Mds::answer_without_blocking`); its reply is owed until
-//!   its group is durable. When every connection that created lately has a create in the open
-//!   group, or [`GATHER_MAX`] after the first, the loop runs the round (COMMIT, fdatasync) and
-//!   sends all their replies. Clients that wait for each reply before the next create would
+//! - A create or an unlink runs its step at once (`Mds::answer_without_blocking`); its reply is
+//!   owed until its group is durable (and an unlink's objects are handed to the reaper then).
+//!   When every connection that wrote so lately has a step in the open group, or
+//!   [`GATHER_MAX`] after the first, the loop runs the round (COMMIT, fdatasync) and
+//!   sends all their replies. Clients that wait for each reply before the next request would
 //!   otherwise commit in groups of one or two, paying the COMMIT, the WAL's pages and the
-//!   flush per create (docs/metadata.md, "Group commit and durability").
+//!   flush per step (docs/metadata.md, "Group commit and durability").
 //! - A connection reads no further request while it owes a reply or has reply bytes the
 //!   socket has not taken, so replies leave in request order, and a client that stops reading
 //!   holds only its own connection (cut off after `REPLY_WRITE_TIMEOUT`, `conn.rs`).
@@ -31,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use crate::poll_window::PollWindow;
 use crate::poller::{Events, Interest, Poller};
-use tessera_mds_proto::{encode_frame, DecodeError, Frame, FsError, Message, Reply};
+use tessera_mds_proto::{encode_frame, DecodeError, Frame, FsError, Message, ObjectRef, Reply};
 
 use crate::commit::Pending;
 use crate::conn::{Conn, Input};
@@ -44,10 +45,10 @@ use crate::workers::Workers;
 /// Connections served at once; further ones are closed at accept. Bounds memory (at most one
 /// frame buffer each) and worker threads (at most one each).
 pub const CONNECTIONS_MAX: usize = 1024;
-/// The longest the open group waits for the creates of every connection that created lately.
+/// The longest the open group waits for the steps of every connection that wrote lately.
 pub const GATHER_MAX: Duration = Duration::from_micros(200);
-/// Rounds a connection counts as creating after its last create.
-const CREATOR_ROUNDS: u64 = 8;
+/// Rounds a connection counts as writing after its last create or unlink.
+const WRITER_ROUNDS: u64 = 8;
 /// The listener's key in the poller; connections count up from 1.
 const LISTENER: usize = 0;
 
@@ -99,7 +100,7 @@ pub fn spawn_with(listener: TcpListener, mds: Arc<Mds>, config: LoopConfig) -> i
         owed: Vec::new(),
         first_owed_at: None,
         rounds: 0,
-        creators: HashMap::new(),
+        writers: HashMap::new(),
         poll_window: PollWindow::new(config.busy_poll),
         keep_awake: KeepAwake::new(config.flush_wait),
     };
@@ -111,7 +112,7 @@ pub fn spawn_with(listener: TcpListener, mds: Arc<Mds>, config: LoopConfig) -> i
 /// A connection the loop holds (one a worker answers for is with the worker).
 struct Slot {
     conn: Conn,
-    /// Its create waits for the next round: it reads nothing meanwhile.
+    /// Its create or unlink waits for the next round: it reads nothing meanwhile.
     owed: bool,
 }
 
@@ -125,12 +126,14 @@ enum Back {
     Gone(usize),
 }
 
-/// A create's reply, owed until its group is durable.
+/// A create's or an unlink's reply, owed until its group is durable.
 struct Owed {
     key: usize,
     request_id: u64,
     pending: Pending,
     result: Result<Reply, FsError>,
+    /// Objects the step journaled, removed once it is durable.
+    removals: Vec<ObjectRef>,
 }
 
 struct Front {
@@ -144,13 +147,13 @@ struct Front {
     back_rx: Receiver<Back>,
     /// Connections with a worker.
     at_workers: usize,
-    /// Creates of the open group, in the order they ran.
+    /// Creates and unlinks of the open group, in the order they ran.
     owed: Vec<Owed>,
     first_owed_at: Option<Instant>,
-    /// Rounds run (the clock of `creators`).
+    /// Rounds run (the clock of `writers`).
     rounds: u64,
-    /// Connections that created lately, with the round of their last create.
-    creators: HashMap<usize, u64>,
+    /// Connections that created or unlinked lately, with the round of their last one.
+    writers: HashMap<usize, u64>,
     /// How long a wait polls before it sleeps: up to [`LoopConfig::busy_poll`], as long as
     /// polls catch requests.
     poll_window: PollWindow,
@@ -202,7 +205,7 @@ impl Front {
                         ready.push(key);
                     }
                     Back::Gone(key) => {
-                        self.creators.remove(&key);
+                        self.writers.remove(&key);
                     }
                 }
             }
@@ -328,7 +331,7 @@ impl Front {
         }
     }
 
-    /// Answers one request: at once, after the next round (a create), or on a worker.
+    /// Answers one request: at once, after the next round (a create or an unlink), or on a worker.
     fn dispatch(&mut self, key: usize, body: Vec<u8>) {
         let (request_id, caller, request) = match Frame::decode_body(&body) {
             Ok(Frame { request_id, message: Message::Request(caller, request) }) => (request_id, caller, request),
@@ -354,13 +357,13 @@ impl Front {
         };
         match self.mds.answer_without_blocking(&caller, request) {
             Ok(Answer::Now(result)) => self.send(key, encode(request_id, result)),
-            Ok(Answer::WhenDurable(pending, result)) => {
+            Ok(Answer::WhenDurable(pending, result, removals)) => {
                 if let Some(slot) = self.conns.get_mut(&key) {
                     slot.owed = true;
                 }
-                self.creators.insert(key, self.rounds);
+                self.writers.insert(key, self.rounds);
                 self.first_owed_at.get_or_insert_with(Instant::now);
-                self.owed.push(Owed { key, request_id, pending, result });
+                self.owed.push(Owed { key, request_id, pending, result, removals });
             }
             Err(request) => {
                 let Some(slot) = self.conns.remove(&key) else { return };
@@ -393,7 +396,7 @@ impl Front {
                 tracing::warn!(%e, "cannot stop watching an MDS connection");
             }
         }
-        self.creators.remove(&key);
+        self.writers.remove(&key);
     }
 
     /// Closes the connections whose clients have taken no reply bytes for too long.
@@ -406,16 +409,16 @@ impl Front {
         }
     }
 
-    /// Whether the open group should be committed now: it holds a create of every connection
-    /// that created lately, or has waited [`GATHER_MAX`].
+    /// Whether the open group should be committed now: it holds a step of every connection
+    /// that wrote lately, or has waited [`GATHER_MAX`].
     fn gathered(&mut self) -> bool {
         let Some(first) = self.first_owed_at else { return false };
         let rounds = self.rounds;
-        self.creators.retain(|_, last| *last + CREATOR_ROUNDS >= rounds);
-        self.owed.len() >= self.creators.len() || first.elapsed() >= GATHER_MAX
+        self.writers.retain(|_, last| *last + WRITER_ROUNDS >= rounds);
+        self.owed.len() >= self.writers.len() || first.elapsed() >= GATHER_MAX
     }
 
-    /// Makes every owed create durable (one round, run here unless a worker is running one),
+    /// Makes every owed step durable (one round, run here unless a worker is running one),
     /// sends their replies, then reads on from those connections.
     fn round(&mut self) {
         let owed = std::mem::take(&mut self.owed);
@@ -423,7 +426,15 @@ impl Front {
         self.rounds += 1;
         let mds = &self.mds;
         let answered: Vec<(usize, Vec<u8>)> = self.keep_awake.during(owed.len(), || {
-            owed.into_iter().map(|o| (o.key, encode(o.request_id, mds.wait_durable(o.pending).and(o.result)))).collect()
+            owed.into_iter()
+                .map(|o| {
+                    let durable = mds.wait_durable(o.pending);
+                    if durable.is_ok() {
+                        mds.remove_journaled(&o.removals);
+                    }
+                    (o.key, encode(o.request_id, durable.and(o.result)))
+                })
+                .collect()
         });
         let keys: Vec<usize> = answered.iter().map(|(key, _)| *key).collect();
         for (key, reply) in answered {

@@ -1,8 +1,9 @@
-//! Goal: creates answered by the group commit round (replies sent by the event loop once the
-//! group is durable, groups gathered across connections, creates without savepoints) keep
-//! the namespace exact. Method: one MDS behind its real TCP front on loopback, over real
-//! OSDs; many connections create at once, some names contended by every connection, some
-//! their own; then the namespace is read back through another connection.
+//! Goal: creates and unlinks answered by the group commit round (replies sent by the event
+//! loop once the group is durable, groups gathered across connections, creates without
+//! savepoints) keep the namespace exact, and an unlinked file's objects leave the OSDs after.
+//! Method: one MDS behind its real TCP front on loopback, over real OSDs; many connections
+//! create (or unlink) at once, some names contended by every connection, some their own; then
+//! the namespace is read back through another connection, and the OSDs asked for the objects.
 
 mod common;
 
@@ -11,7 +12,7 @@ use std::net::TcpListener;
 use std::sync::{Arc, Barrier};
 
 use common::*;
-use tessera_mds::{Mds, MdsConnection};
+use tessera_mds::{DataObjects, Mds, MdsConnection};
 use tessera_mds_proto::request::NewInode;
 use tessera_mds_proto::*;
 
@@ -21,12 +22,89 @@ const CONTENDED: usize = 40;
 const OWN: usize = 40;
 
 fn serve(dir: &std::path::Path) -> String {
-    let (osds, _devices) = real_osds(dir, 2);
+    serve_with_osds(dir).0
+}
+
+/// The server's address, the server, and a second client of its OSDs.
+fn serve_with_osds(dir: &std::path::Path) -> (String, Arc<Mds>, Real) {
+    let (osds, devices) = real_osds(dir, 2);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let mds = Arc::new(Mds::open(&dir.join("m.db"), config(0, cluster(vec![addr.clone()], 2)), Arc::new(osds)).unwrap());
-    tessera_mds::tcp::spawn(listener, mds).unwrap();
-    addr
+    tessera_mds::tcp::spawn(listener, mds.clone()).unwrap();
+    (addr, mds, osds_of(&devices))
+}
+
+fn created(r: Result<Reply, FsError>) -> (InodeId, FileLayout) {
+    match r {
+        Ok(Reply::Created { attr, layout, .. }) => (attr.ino, layout),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn concurrent_unlinks_have_one_winner_per_name_and_their_objects_leave_the_osds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (addr, mds, osds) = serve_with_osds(tmp.path());
+    let mut admin = MdsConnection::connect(addr.as_str()).unwrap();
+    let root = InodeId::ROOT;
+    let mut doomed = Vec::new();
+    for name in (0..CONTENDED).map(|i| format!("shared-{i}")).chain((0..CONNECTIONS * OWN).map(|i| format!("own-{}-{}", i / OWN, i % OWN))) {
+        doomed.push(created(call(&mut admin, Request::Create { parent: root, name, new: NEW, stripe: None })).1);
+    }
+
+    let barrier = Barrier::new(CONNECTIONS);
+    // Per connection: the contended names it removed, and how many ENOENT it got.
+    let outcomes: Vec<(Vec<String>, usize)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..CONNECTIONS)
+            .map(|c| {
+                let (addr, barrier) = (&addr, &barrier);
+                s.spawn(move || {
+                    let mut conn = MdsConnection::connect(addr.as_str()).unwrap();
+                    barrier.wait();
+                    let (mut won, mut lost) = (Vec::new(), 0);
+                    for i in 0..CONTENDED.max(OWN) {
+                        if i < CONTENDED {
+                            let name = format!("shared-{}", (i + c * 7) % CONTENDED);
+                            match call(&mut conn, Request::Unlink { parent: root, name: name.clone() }) {
+                                Ok(Reply::Done) => won.push(name),
+                                Err(FsError::NotFound) => lost += 1,
+                                other => panic!("{name}: {other:?}"),
+                            }
+                        }
+                        if i < OWN {
+                            assert_eq!(call(&mut conn, Request::Unlink { parent: root, name: format!("own-{c}-{i}") }), Ok(Reply::Done));
+                            // Creates in the same groups as the unlinks.
+                            created(call(&mut conn, Request::Create { parent: root, name: format!("new-{c}-{i}"), new: NEW, stripe: None }));
+                        }
+                    }
+                    (won, lost)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+
+    let mut removed: Vec<&String> = outcomes.iter().flat_map(|(won, _)| won).collect();
+    removed.sort();
+    removed.dedup();
+    assert_eq!(removed.len(), outcomes.iter().map(|(won, _)| won.len()).sum::<usize>(), "no name removed twice");
+    assert_eq!(removed.len(), CONTENDED, "every contended name removed once");
+    assert_eq!(outcomes.iter().map(|(_, lost)| lost).sum::<usize>(), CONTENDED * (CONNECTIONS - 1), "every other attempt was ENOENT");
+    let listed = match call(&mut admin, Request::ReadDir { dir: root, after: None, max_entries: 1000 }).unwrap() {
+        Reply::DirPage { entries, .. } => entries.into_iter().map(|e| e.name).collect::<Vec<_>>(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(listed.len(), CONNECTIONS * OWN, "only the new files are left: {listed:?}");
+    assert!(listed.iter().all(|n| n.starts_with("new-")), "{listed:?}");
+
+    assert!(mds.settle_removals(std::time::Duration::from_secs(20)), "the removals were tried");
+    for layout in &doomed {
+        for o in &layout.objects {
+            assert!(osds.logical_len(*o).is_err(), "object {o:?} of an unlinked file is off its OSD");
+        }
+    }
+    assert_eq!(mds.repair(), Ok(tessera_mds::Audit::default()), "nothing leaked");
 }
 
 fn call(c: &mut MdsConnection, request: Request) -> Result<Reply, FsError> {

@@ -114,6 +114,28 @@ impl Mds {
 
 /// The directory `dir`'s row once `caller` is found to have `want` on it; ENOTDIR before
 /// EACCES, as a walk meets them.
+/// [`Mds::may_remove`]'s checks for an unlink, made inside the unlink's own step on this
+/// server's store (the event loop runs it and must not wait for a snapshot's flush). Ok(false)
+/// when they need another server: under the sticky rule, an entry naming a subdirectory
+/// there, whose owner only that server knows; the unlink then goes to a worker.
+pub(super) fn may_unlink_in_step(s: &Store, caller: &Caller, parent: InodeId, name: &str, me: u32) -> Result<bool, FsError> {
+    if caller.is_root() {
+        return Ok(true);
+    }
+    let dir = in_dir(s, caller, parent, WRITE | SEARCH)?;
+    if !access::sticky_applies(caller, &dir) {
+        return Ok(true);
+    }
+    let entry = s.lookup(parent, name)?;
+    if entry.ino.server() != me {
+        return Ok(false);
+    }
+    match access::sticky_allows(caller, &dir, s.inode(entry.ino)?.uid) {
+        true => Ok(true),
+        false => Err(FsError::NotPermitted),
+    }
+}
+
 fn in_dir(s: &Store, caller: &Caller, dir: InodeId, want: u32) -> Result<InodeRow, FsError> {
     let row = s.inode(dir)?;
     if row.kind != FileType::Directory {

@@ -40,6 +40,15 @@ pub fn real_osds(dir: &Path, count: u32) -> (Real, Vec<Arc<Device>>) {
     (OsdObjects::new(nodes), devices)
 }
 
+/// Another client of OSDs [`real_osds`] made, for a test to look at them behind a server.
+pub fn osds_of(devices: &[Arc<Device>]) -> Real {
+    let nodes = devices
+        .iter()
+        .map(|d| (OsdClient::new(DirectTransport::new(d.clone(), "iqn.2026-11.org.tessera.test:checker", 1), 0), PARTITION))
+        .collect();
+    OsdObjects::new(nodes)
+}
+
 pub fn cluster(servers: Vec<String>, osds: u32) -> ClusterMap {
     ClusterMap { servers, osds: (0..osds).map(|i| OsdInfo { addr: format!("osd{i}"), partition_id: PARTITION }).collect() }
 }
