@@ -157,3 +157,17 @@ impl Rng {
         (self.next() % n as u64) as usize
     }
 }
+
+/// Waits until the metadata servers report no unlinked file's object awaiting removal: they
+/// remove a file's objects a moment after answering its unlink (`tessera_mds::reaper`).
+pub fn until_objects_removed(client: &Client) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let left = client.statfs().unwrap().pending_removals;
+        if left == 0 {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{left} objects still await removal after 20 s");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
