@@ -35,6 +35,25 @@ fn serve_with_osds(dir: &std::path::Path) -> (String, Arc<Mds>, Real) {
     (addr, mds, osds_of(&devices))
 }
 
+/// Runs `work(c, connection)` on [`CONNECTIONS`] connections of their own, each on its own
+/// thread, all released together; their results in connection order.
+fn on_every_connection<T: Send>(addr: &str, work: impl Fn(usize, &mut MdsConnection) -> T + Sync) -> Vec<T> {
+    let barrier = Barrier::new(CONNECTIONS);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..CONNECTIONS)
+            .map(|c| {
+                let (barrier, work) = (&barrier, &work);
+                s.spawn(move || {
+                    let mut conn = MdsConnection::connect(addr).unwrap();
+                    barrier.wait();
+                    work(c, &mut conn)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
 fn created(r: Result<Reply, FsError>) -> (InodeId, FileLayout) {
     match r {
         Ok(Reply::Created { attr, layout, .. }) => (attr.ino, layout),
@@ -53,36 +72,25 @@ fn concurrent_unlinks_have_one_winner_per_name_and_their_objects_leave_the_osds(
         doomed.push(created(call(&mut admin, Request::Create { parent: root, name, new: NEW, stripe: None })).1);
     }
 
-    let barrier = Barrier::new(CONNECTIONS);
     // Per connection: the contended names it removed, and how many ENOENT it got.
-    let outcomes: Vec<(Vec<String>, usize)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..CONNECTIONS)
-            .map(|c| {
-                let (addr, barrier) = (&addr, &barrier);
-                s.spawn(move || {
-                    let mut conn = MdsConnection::connect(addr.as_str()).unwrap();
-                    barrier.wait();
-                    let (mut won, mut lost) = (Vec::new(), 0);
-                    for i in 0..CONTENDED.max(OWN) {
-                        if i < CONTENDED {
-                            let name = format!("shared-{}", (i + c * 7) % CONTENDED);
-                            match call(&mut conn, Request::Unlink { parent: root, name: name.clone() }) {
-                                Ok(Reply::Done) => won.push(name),
-                                Err(FsError::NotFound) => lost += 1,
-                                other => panic!("{name}: {other:?}"),
-                            }
-                        }
-                        if i < OWN {
-                            assert_eq!(call(&mut conn, Request::Unlink { parent: root, name: format!("own-{c}-{i}") }), Ok(Reply::Done));
-                            // Creates in the same groups as the unlinks.
-                            created(call(&mut conn, Request::Create { parent: root, name: format!("new-{c}-{i}"), new: NEW, stripe: None }));
-                        }
-                    }
-                    (won, lost)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    let outcomes: Vec<(Vec<String>, usize)> = on_every_connection(&addr, |c, conn| {
+        let (mut won, mut lost) = (Vec::new(), 0);
+        for i in 0..CONTENDED.max(OWN) {
+            if i < CONTENDED {
+                let name = format!("shared-{}", (i + c * 7) % CONTENDED);
+                match call(conn, Request::Unlink { parent: root, name: name.clone() }) {
+                    Ok(Reply::Done) => won.push(name),
+                    Err(FsError::NotFound) => lost += 1,
+                    other => panic!("{name}: {other:?}"),
+                }
+            }
+            if i < OWN {
+                assert_eq!(call(conn, Request::Unlink { parent: root, name: format!("own-{c}-{i}") }), Ok(Reply::Done));
+                // Creates in the same groups as the unlinks.
+                created(call(conn, Request::Create { parent: root, name: format!("new-{c}-{i}"), new: NEW, stripe: None }));
+            }
+        }
+        (won, lost)
     });
 
     let mut removed: Vec<&String> = outcomes.iter().flat_map(|(won, _)| won).collect();
@@ -121,45 +129,34 @@ fn concurrent_creates_have_exactly_one_winner_per_name_and_all_are_kept() {
         other => panic!("{other:?}"),
     };
 
-    let barrier = Barrier::new(CONNECTIONS);
     // Per connection: (name, inode) of every create it won, and how many EEXIST it got.
-    let outcomes: Vec<(Vec<(String, InodeId)>, usize)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..CONNECTIONS)
-            .map(|c| {
-                let (addr, barrier) = (&addr, &barrier);
-                s.spawn(move || {
-                    let mut conn = MdsConnection::connect(addr.as_str()).unwrap();
-                    barrier.wait();
-                    let mut won = Vec::new();
-                    let mut lost = 0;
-                    for i in 0..CONTENDED.max(OWN) {
-                        // Each connection walks the contended names from a different start.
-                        let mut names = Vec::new();
-                        if i < CONTENDED {
-                            names.push(format!("shared-{}", (i + c * 7) % CONTENDED));
-                        }
-                        if i < OWN {
-                            names.push(format!("own-{c}-{i}"));
-                        }
-                        for name in names {
-                            match call(&mut conn, Request::Create { parent: dir, name: name.clone(), new: NEW, stripe: None }) {
-                                Ok(Reply::Created { attr, layout, .. }) => {
-                                    assert_eq!(layout.objects.len(), 2);
-                                    won.push((name, attr.ino));
-                                }
-                                Err(FsError::Exists) => {
-                                    assert!(name.starts_with("shared-"), "{name}: EEXIST for a name only this connection uses");
-                                    lost += 1;
-                                }
-                                other => panic!("{name}: {other:?}"),
-                            }
-                        }
+    let outcomes: Vec<(Vec<(String, InodeId)>, usize)> = on_every_connection(&addr, |c, conn| {
+        let mut won = Vec::new();
+        let mut lost = 0;
+        for i in 0..CONTENDED.max(OWN) {
+            // Each connection walks the contended names from a different start.
+            let mut names = Vec::new();
+            if i < CONTENDED {
+                names.push(format!("shared-{}", (i + c * 7) % CONTENDED));
+            }
+            if i < OWN {
+                names.push(format!("own-{c}-{i}"));
+            }
+            for name in names {
+                match call(conn, Request::Create { parent: dir, name: name.clone(), new: NEW, stripe: None }) {
+                    Ok(Reply::Created { attr, layout, .. }) => {
+                        assert_eq!(layout.objects.len(), 2);
+                        won.push((name, attr.ino));
                     }
-                    (won, lost)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
+                    Err(FsError::Exists) => {
+                        assert!(name.starts_with("shared-"), "{name}: EEXIST for a name only this connection uses");
+                        lost += 1;
+                    }
+                    other => panic!("{name}: {other:?}"),
+                }
+            }
+        }
+        (won, lost)
     });
 
     let mut winners: HashMap<String, InodeId> = HashMap::new();
