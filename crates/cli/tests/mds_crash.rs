@@ -1,8 +1,10 @@
 //! Goal: a metadata server killed (SIGKILL) in the middle of concurrent creates, and again
 //! while it starts up (draining its journal, filling its precreated pools), keeps every create
-//! it acknowledged, and leaks no object on the OSDs. Method: real `tessera mds` and
-//! `tessera osd` processes on loopback; four clients create files until the server dies under
-//! them; after each restart a fresh client finds every acknowledged name, and at the end the
+//! it acknowledged, and leaks no object on the OSDs; killed in the middle of concurrent
+//! unlinks, which it answers before their objects are removed, it keeps every unlink it
+//! acknowledged and still removes their objects. Method: real `tessera mds` and `tessera osd`
+//! processes on loopback; four clients create (or unlink) files until the server dies under
+//! them; after each restart a fresh client checks every acknowledged name, and at the end the
 //! server's repair check (run on its store, with the daemon stopped) finds no orphan.
 
 mod common;
@@ -15,8 +17,8 @@ use common::tessera_exe;
 use tessera_cli::cluster::{ClusterSpec, LocalCluster, DATA_PARTITION, KEYS_DIR};
 use tessera_cli::cmd_mds::{db_path, establish_keys, security_manager};
 use tessera_cli::session::connect;
-use tessera_client::{Client, ClusterConfig, StripeHint};
-use tessera_mds::{Mds, MdsConfig, OsdObjects, PrecreateConfig, SecurityConfig};
+use tessera_client::{Client, ClusterConfig, Stripe, StripeHint};
+use tessera_mds::{DataObjects, Mds, MdsConfig, OsdObjects, PrecreateConfig, SecurityConfig};
 use tessera_mds_proto::{ClusterMap, OsdInfo};
 
 /// Creates `r{round}-w{worker}-{i}` until a create fails (the server died under it); returns
@@ -80,13 +82,87 @@ fn acknowledged_creates_survive_mds_crashes_and_nothing_leaks() {
     cluster.crash_and_restart_mds(0).unwrap();
     assert_all_present(&config, &acked);
     assert!(acked.len() >= 400);
+    let (mds, _) = open_with_the_daemon_stopped(&mut cluster, dir.path());
+    assert_eq!(mds.repair(), Ok(tessera_mds::Audit::default()), "objects on the OSDs that nothing accounts for, or files missing theirs");
+}
 
-    // Repair on the server's own store, with the daemon stopped and the OSDs still up.
+/// Unlinks `names[worker], names[worker + 4], ...` until an unlink fails (the server died
+/// under it); returns the acknowledged ones.
+fn unlink_until_failure(config: &ClusterConfig, worker: usize, names: &[String], done: &AtomicUsize, connected: &Barrier) -> Vec<String> {
+    let dir = Client::connect(config).unwrap().open_dir("/").unwrap();
+    connected.wait();
+    let mut acked = Vec::new();
+    for name in names.iter().skip(worker).step_by(4) {
+        if dir.unlink(name).is_err() {
+            break;
+        }
+        acked.push(name.clone());
+        done.fetch_add(1, Ordering::SeqCst);
+    }
+    acked
+}
+
+#[test]
+fn acknowledged_unlinks_survive_an_mds_crash_and_their_objects_still_go() {
+    let dir = tempfile::Builder::new().prefix("tessera-crash-rm-").tempdir().unwrap();
+    let spec = ClusterSpec { stripe_unit: 65536, stripe_count: 2, ..ClusterSpec::new(2) };
+    let mut cluster = LocalCluster::start_spec(tessera_exe(), dir.path(), &spec).unwrap();
+    let config = cluster.config().clone();
+    let client = Client::connect(&config).unwrap();
+    let names: Vec<String> = (0..1200).map(|i| format!("f{i}")).collect();
+    let mut objects = Vec::new();
+    for name in &names {
+        client.create(&format!("/{name}"), 0o644, None).unwrap().pwrite(0, name.as_bytes()).unwrap();
+        let Stripe::File(layout) = client.getstripe(&format!("/{name}")).unwrap() else { panic!("{name}: a file's layout") };
+        objects.push(layout.objects);
+    }
+
+    let done = AtomicUsize::new(0);
+    let connected = Barrier::new(4);
+    let acked: Vec<String> = std::thread::scope(|s| {
+        let (config, names, done, connected) = (&config, &names, &done, &connected);
+        let workers: Vec<_> = (0..4).map(|w| s.spawn(move || unlink_until_failure(config, w, names, done, connected))).collect();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while done.load(Ordering::SeqCst) < 300 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(done.load(Ordering::SeqCst) >= 300, "clients removed only {} files in 60 s", done.load(Ordering::SeqCst));
+        cluster.crash_and_restart_mds(0).unwrap();
+        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+    });
+    assert!(acked.len() >= 300 && acked.len() < names.len(), "the crash came mid-way: {} of {} removed", acked.len(), names.len());
+
+    // Every acknowledged unlink holds; the start-up drain removes what the crash left queued.
+    let root = Client::connect(&config).unwrap();
+    for name in &acked {
+        assert!(root.lookup(&format!("/{name}")).is_err(), "acknowledged unlink of {name} undone by the crash");
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while root.statfs().unwrap().pending_removals > 0 {
+        assert!(Instant::now() < deadline, "objects still await removal 30 s after the restart");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let kept: Vec<bool> = names.iter().map(|name| root.lookup(&format!("/{name}")).is_ok()).collect();
+    let (mds, osds) = open_with_the_daemon_stopped(&mut cluster, dir.path());
+    for ((name, layout), kept) in names.iter().zip(&objects).zip(kept) {
+        for o in layout {
+            let present = osds.logical_len(*o).is_ok();
+            assert_eq!(present, kept, "{name}'s object {:#x} on OSD {}: present {present}, file kept {kept}", o.object_id, o.osd);
+        }
+    }
+    assert_eq!(mds.repair(), Ok(tessera_mds::Audit::default()), "nothing leaked");
+}
+
+/// The server's store opened here, with the daemon stopped and the OSDs still up, for its
+/// repair check; and its OSDs, reached with commands signed like the server's own (the
+/// cluster checks capabilities).
+fn open_with_the_daemon_stopped(cluster: &mut LocalCluster, dir: &std::path::Path) -> (Mds, Arc<dyn DataObjects>) {
+    let config = cluster.config().clone();
     let mds_dir = cluster.records().into_iter().find(|r| r.role == "mds").unwrap().data;
     cluster.stop_mds(0).unwrap();
     // Signed like the server's own commands: the cluster checks capabilities.
     let mut clients: Vec<_> = config.osds.iter().map(|o| connect(&o.addr, &o.target).unwrap()).collect();
-    let manager = security_manager(SecurityConfig::default(), &dir.path().join(KEYS_DIR), &config, &mut clients).unwrap();
+    let manager = security_manager(SecurityConfig::default(), &dir.join(KEYS_DIR), &config, &mut clients).unwrap();
     let clients: Vec<_> = clients.into_iter().map(Arc::new).collect();
     establish_keys(&manager, &config, &clients).unwrap();
     let nodes: Vec<_> = clients.into_iter().map(|c| (c, DATA_PARTITION)).collect();
@@ -102,8 +178,8 @@ fn acknowledged_creates_survive_mds_crashes_and_nothing_leaks() {
         security: Some(manager),
         user_key: None,
     };
-    let mds = Mds::open(&db_path(&mds_dir, 0), mds_config, Arc::new(OsdObjects::new(nodes))).unwrap();
-    assert_eq!(mds.repair(), Ok(tessera_mds::Audit::default()), "objects on the OSDs that nothing accounts for, or files missing theirs");
+    let osds: Arc<dyn DataObjects> = Arc::new(OsdObjects::new(nodes));
+    (Mds::open(&db_path(&mds_dir, 0), mds_config, osds.clone()).unwrap(), osds)
 }
 
 /// Goal: a client that outlives its metadata server carries on once the server is back: the
