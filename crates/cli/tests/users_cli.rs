@@ -230,7 +230,7 @@ fn commands_act_for_the_user_who_runs_them() {
     let err = c.user_fails(&["get", "/tree/open/roots/r", path(&fresh)]);
     assert!(err.contains(&format!("cannot create {}: Permission denied", fresh.display())) && !err.contains(".get-"), "{err}");
     let err = c.user_fails(&["get", "/tree/open/roots/r", path(&theirs)]);
-    assert!(err.contains(&format!("cannot replace {}: its directory refuses new files", theirs.display())) && !err.contains(".get-"), "{err}");
+    assert!(err.contains(&format!("cannot get over {}: its directory refuses new files", theirs.display())) && !err.contains(".get-"), "{err}");
     assert_eq!(std::fs::read(&theirs).unwrap(), b"before", "the file is unchanged");
     assert!(!fresh.exists());
     // The same for put and cp into the cluster.

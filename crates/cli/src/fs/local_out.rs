@@ -70,7 +70,7 @@ impl LocalOut {
             Err(e) if told_by_destination(&e) && !existed => bail!("cannot create {shown}: {e}"),
             // cp(1) would write an existing file in place; this needs its directory too.
             Err(e) if told_by_destination(&e) => {
-                bail!("cannot replace {shown}: its directory refuses new files ({e}); the copy is written beside the file, then renamed over it")
+                bail!("cannot get over {shown}: its directory refuses new files ({e}); the copy is written beside the file, then renamed over it")
             }
             Err(e) => return Err(e).with_context(|| format!("creating {} (the temporary for {})", temp.display(), path.display())),
         };
