@@ -178,6 +178,7 @@ pub fn run(args: MdsArgs) -> Result<()> {
         precreate: PrecreateConfig { batch: args.precreate_batch, low_water: args.precreate_low_water, ..PrecreateConfig::default() },
         security,
         user_key,
+        removal_queue_max: tessera_mds::reaper::QUEUED_MAX,
     };
     let db = db_path(&args.data, args.index);
     let mds = Arc::new(Mds::open(&db, config, Arc::new(OsdObjects::new(nodes).with_probes(probes))).with_context(|| format!("opening {}", db.display()))?);

@@ -177,6 +177,7 @@ fn open_with_the_daemon_stopped(cluster: &mut LocalCluster, dir: &std::path::Pat
         precreate: PrecreateConfig::default(),
         security: Some(manager),
         user_key: None,
+        removal_queue_max: tessera_mds::reaper::QUEUED_MAX,
     };
     let osds: Arc<dyn DataObjects> = Arc::new(OsdObjects::new(nodes));
     (Mds::open(&db_path(&mds_dir, 0), mds_config, osds.clone()).unwrap(), osds)

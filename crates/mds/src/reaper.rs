@@ -11,9 +11,11 @@
 //!   flight together, then clears their rows in one step: removals from many `rm`s share
 //!   their round trips and their store write. Woken by a first object, it waits up to
 //!   [`LINGER`] for [`GATHER`] of them, so an `rm -r` does not pay a pass per file.
-//! - Back-pressure: past [`QUEUED_MAX`] queued objects, the unlink removes its own objects
+//! - Back-pressure: past [`QUEUED_MAX`] queued objects (`MdsConfig::removal_queue_max`), an unlink removes its own objects
 //!   before it answers, as it did before the reaper, so a fast `rm -r` cannot run ahead of
-//!   the OSDs without bound.
+//!   the OSDs without bound. The event loop never waits on an OSD: while the queue is that
+//!   full it leaves unlinks to the workers ([`Reaper::backed_up`]), and what it hands over
+//!   itself is only queued ([`Reaper::queue`]).
 //! - What a user sees: `df` gives back the space a moment after `rm`, and counts the objects
 //!   still awaiting removal meanwhile (`tessera df`, the namespace line).
 
@@ -30,7 +32,8 @@ use crate::objects::DataObjects;
 /// The most objects one pass removes (their REMOVEs in flight together, their rows cleared in
 /// one step).
 pub const BATCH_MAX: usize = 4096;
-/// Queued objects past which an unlink removes its own objects before it answers.
+/// Queued objects past which an unlink removes its own objects before it answers (the
+/// default of `MdsConfig::removal_queue_max`).
 pub const QUEUED_MAX: usize = 65_536;
 /// Objects a pass waits for, at most [`LINGER`], before it starts.
 pub const GATHER: usize = 64;
@@ -46,6 +49,8 @@ struct Queue {
 
 struct Shared {
     ns: Arc<Namespace>,
+    /// [`QUEUED_MAX`], or what the server was configured with.
+    queued_max: usize,
     objects: Arc<dyn DataObjects>,
     queue: Mutex<Queue>,
     /// Wakes the thread: objects queued, or a stop asked.
@@ -60,31 +65,48 @@ pub struct Reaper {
 }
 
 impl Reaper {
-    pub fn start(ns: Arc<Namespace>, objects: Arc<dyn DataObjects>) -> std::io::Result<Reaper> {
-        let shared = Arc::new(Shared { ns, objects, queue: Mutex::default(), wake: Condvar::new(), idle: Condvar::new() });
+    pub fn start(ns: Arc<Namespace>, objects: Arc<dyn DataObjects>, queued_max: usize) -> std::io::Result<Reaper> {
+        let shared = Arc::new(Shared { ns, queued_max, objects, queue: Mutex::default(), wake: Condvar::new(), idle: Condvar::new() });
         let worker = shared.clone();
         let thread = std::thread::Builder::new().name("mds-reaper".into()).spawn(move || worker.run())?;
         Ok(Reaper { shared, thread: Some(thread) })
     }
 
     /// Removes `journaled` (objects whose rows the removal journal holds, durably) from their
-    /// OSDs: in the background, or now when the queue is full.
+    /// OSDs: in the background, or now when the queue is full. May wait on the OSDs.
     pub fn remove(&self, journaled: &[ObjectRef]) {
-        if journaled.is_empty() {
-            return;
+        if !journaled.is_empty() && !self.enqueue(journaled, false) {
+            journal::drain(&self.shared.ns, self.shared.objects.as_ref(), journaled);
         }
-        {
-            let mut q = self.shared.lock();
-            if q.objects.len() < QUEUED_MAX && !q.stop {
-                let first = q.objects.is_empty();
-                q.objects.extend_from_slice(journaled);
-                if first || q.objects.len() >= GATHER {
-                    self.shared.wake.notify_one();
-                }
-                return;
-            }
+    }
+
+    /// Queues `journaled` for removal however full the queue is: for the event loop, which
+    /// must not wait on an OSD and takes no unlink while [`Reaper::backed_up`].
+    pub fn queue(&self, journaled: &[ObjectRef]) {
+        if !journaled.is_empty() && !self.enqueue(journaled, true) {
+            tracing::debug!(count = journaled.len(), "the reaper has stopped: objects stay journaled for the next start");
         }
-        journal::drain(&self.shared.ns, self.shared.objects.as_ref(), journaled);
+    }
+
+    /// Whether the queue is full ([`QUEUED_MAX`] objects by default): unlinks should then
+    /// remove their own objects.
+    pub fn backed_up(&self) -> bool {
+        self.shared.lock().objects.len() >= self.shared.queued_max
+    }
+
+    /// Queues `journaled` unless the reaper stopped, or the queue is full and `always` is not
+    /// set; whether it did.
+    fn enqueue(&self, journaled: &[ObjectRef], always: bool) -> bool {
+        let mut q = self.shared.lock();
+        if q.stop || (q.objects.len() >= self.shared.queued_max && !always) {
+            return false;
+        }
+        let first = q.objects.is_empty();
+        q.objects.extend_from_slice(journaled);
+        if first || q.objects.len() >= GATHER {
+            self.shared.wake.notify_one();
+        }
+        true
     }
 
     /// Waits until every object queued so far has had its removal tried, or until `limit`

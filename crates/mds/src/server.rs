@@ -69,6 +69,9 @@ pub struct MdsConfig {
     /// The cluster's user key: with it, every connection proves its user (`proven.rs`);
     /// without it, callers are believed.
     pub user_key: Option<tessera_mds_proto::UserKey>,
+    /// Objects awaiting removal past which an unlink removes its own before it answers
+    /// (`reaper.rs`; [`crate::reaper::QUEUED_MAX`] unless a test needs a small one).
+    pub removal_queue_max: usize,
 }
 
 #[derive(Debug, Error)]
@@ -86,7 +89,7 @@ pub enum OpenError {
 pub enum Answer {
     Now(Result<Reply, FsError>),
     /// The reply, owed until the step is durable; then the objects the step journaled for
-    /// removal are removed ([`Mds::remove_journaled`]).
+    /// removal are queued for removal ([`Mds::queue_removal`]).
     WhenDurable(Pending, Result<Reply, FsError>, Vec<ObjectRef>),
 }
 
@@ -203,7 +206,7 @@ impl Mds {
             Err(e) => tracing::warn!(%e, "revocation journal not read"),
         }
         let revocations = Retrier::start(ns.clone(), objects.clone(), health.clone()).map_err(|source| OpenError::Db(DbError::Thread { source }))?;
-        let reaper = Reaper::start(ns.clone(), objects.clone()).map_err(|source| OpenError::Db(DbError::Thread { source }))?;
+        let reaper = Reaper::start(ns.clone(), objects.clone(), config.removal_queue_max).map_err(|source| OpenError::Db(DbError::Thread { source }))?;
         let osd_count = config.cluster.osds.len() as u32;
         let pools = Pools::start(ns.clone(), objects.clone(), osd_count, config.precreate).map_err(OpenError::Store)?;
         let prober = Prober::start(watched, health.clone()).map_err(|source| OpenError::Db(DbError::Thread { source }))?;
@@ -411,11 +414,17 @@ impl Mds {
         FileData::of(layout, states.collect::<Result<Vec<_>, _>>()?.iter())
     }
 
-    /// Removes objects a durable step journaled, in the background (`reaper.rs`); failures
-    /// stay journaled for the next drain. Never before the step is durable: a crash would
-    /// then keep the file and lose its data.
-    pub fn remove_journaled(&self, list: &[ObjectRef]) {
+    /// Removes objects a durable step journaled, in the background (`reaper.rs`) unless the
+    /// reaper is far behind, when this waits for the OSDs; failures stay journaled for the
+    /// next drain. Never before the step is durable: a crash would then keep the file and lose
+    /// its data.
+    fn remove_journaled(&self, list: &[ObjectRef]) {
         self.reaper.remove(list);
+    }
+
+    /// [`Mds::remove_journaled`] for the event loop: only queues, never waits on an OSD.
+    pub fn queue_removal(&self, list: &[ObjectRef]) {
+        self.reaper.queue(list);
     }
 
     /// Waits up to `limit` for the removals of unlinked files' objects to be tried; true when
@@ -476,6 +485,10 @@ impl Mds {
     /// objects removed after (`reaper.rs`): nothing in it waits, so the event loop runs it and
     /// gathers it into groups as it does creates. None when the checks need another server.
     fn unlink_without_blocking(&self, caller: &Caller, parent: InodeId, name: &str) -> Option<Answer> {
+        // A worker's unlink removes its own objects when the reaper is this far behind.
+        if self.reaper.backed_up() {
+            return None;
+        }
         let me = self.server_index();
         let started = self.ns.start_guarded(|s| match authorize::may_unlink_in_step(s, caller, parent, name, me)? {
             true => s.unlink(parent, name, now()).map(Some),

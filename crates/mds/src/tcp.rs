@@ -430,7 +430,7 @@ impl Front {
                 .map(|o| {
                     let durable = mds.wait_durable(o.pending);
                     if durable.is_ok() {
-                        mds.remove_journaled(&o.removals);
+                        mds.queue_removal(&o.removals);
                     }
                     (o.key, encode(o.request_id, durable.and(o.result)))
                 })

@@ -1,6 +1,6 @@
-//! Goal: the event loop that runs creates, their group commit and their replies on one thread
-//! (`tcp.rs`) is never held up by a request that blocks, and creates that need an OSD (an
-//! empty pool) still complete. Method: one MDS behind its real TCP front on loopback, over
+//! Goal: the event loop that runs creates and unlinks, their group commit and their replies on
+//! one thread (`tcp.rs`) is never held up by a request that blocks, nor by removals that
+//! hang, and creates that need an OSD (an empty pool) still complete. Method: one MDS behind its real TCP front on loopback, over
 //! real OSDs (one of which can be made to hang); several connections at once.
 
 mod common;
@@ -64,6 +64,68 @@ fn a_request_stuck_on_an_osd_holds_up_no_create() {
         Ok(Reply::Attr(a)) => assert_eq!(a.file_type, FileType::Regular),
         other => panic!("{other:?}"),
     }
+}
+
+/// Waits until `f` holds, for at most 20 s.
+fn until(what: &str, f: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !f() {
+        assert!(std::time::Instant::now() < deadline, "{what}: not within 20 s");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Unlinks run on the loop and leave their REMOVEs to the reaper; once the reaper is as far
+/// behind as the server allows, an unlink removes its own objects, on a worker: the loop
+/// itself never waits on an OSD.
+#[test]
+fn unlinks_are_answered_while_removals_hang_and_a_full_queue_holds_up_no_create() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (osds, _devices) = real_osds(tmp.path(), 2);
+    let faulty = Arc::new(Faulty::new(osds));
+    let objects: Arc<dyn DataObjects> = faulty.clone();
+    let mut cfg = config(0, cluster(vec!["unused".into()], 2));
+    // Two files' objects (two each) fill the queue.
+    cfg.removal_queue_max = 4;
+    let mds = Mds::open(&tmp.path().join("m.db"), cfg, objects).unwrap();
+    let addr = serve(mds);
+    let mut conn = MdsConnection::connect(addr.as_str()).unwrap();
+    let mut layouts = Vec::new();
+    for i in 0..4 {
+        match create(&mut conn, &format!("f{i}")) {
+            Ok(Reply::Created { layout, .. }) => layouts.push(layout),
+            other => panic!("f{i}: {other:?}"),
+        }
+    }
+    let unlink = |c: &mut MdsConnection, name: &str| c.call(&Request::Unlink { parent: InodeId::ROOT, name: name.into() }).expect("transport");
+
+    faulty.hang_removes.store(true, Ordering::SeqCst);
+    assert_eq!(unlink(&mut conn, "f0"), Ok(Reply::Done), "answered with its OSD hung");
+    until("the reaper's REMOVE of f0 hangs", || faulty.removes_hung.load(Ordering::SeqCst) == 1);
+    assert_eq!(unlink(&mut conn, "f1"), Ok(Reply::Done), "queued behind the hung REMOVE");
+    assert_eq!(unlink(&mut conn, "f2"), Ok(Reply::Done), "queued; the queue is full now");
+
+    // The next unlink removes its own objects, waiting on the hung node (on a worker).
+    let (unlink_tx, unlink_done) = mpsc::channel();
+    let unlink_addr = addr.clone();
+    std::thread::spawn(move || {
+        let mut c = MdsConnection::connect(unlink_addr.as_str()).unwrap();
+        unlink_tx.send(unlink(&mut c, "f3")).unwrap();
+    });
+    until("f3's own REMOVE hangs", || faulty.removes_hung.load(Ordering::SeqCst) == 2);
+    let (creates_tx, creates_done) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut other = MdsConnection::connect(addr.as_str()).unwrap();
+        let made = (0..50).filter(|i| matches!(create(&mut other, &format!("g{i}")), Ok(Reply::Created { .. }))).count();
+        creates_tx.send(made).unwrap();
+    });
+    assert_eq!(creates_done.recv_timeout(Duration::from_secs(20)), Ok(50), "creates waited for an unlink stuck on an OSD");
+    assert!(unlink_done.try_recv().is_err(), "f3 answered before its objects were removed");
+
+    faulty.hang_removes.store(false, Ordering::SeqCst);
+    assert_eq!(unlink_done.recv_timeout(Duration::from_secs(20)).expect("f3 never answered"), Ok(Reply::Done));
+    until("every removal done", || faulty.removes_hung.load(Ordering::SeqCst) == 0);
+    until("every unlinked file's objects are gone", || layouts.iter().flat_map(|l| &l.objects).all(|o| faulty.inner.logical_len(*o).is_err()));
 }
 
 #[test]

@@ -93,6 +93,7 @@ pub fn start(osd_count: u32, servers: u32) -> TestCluster {
             precreate: Default::default(),
             security: Some(manager.clone()),
             user_key: None,
+            removal_queue_max: tessera_mds::reaper::QUEUED_MAX,
         };
         let server = Arc::new(Mds::open(&dir.path().join(format!("mds{index}.db")), config, Arc::new(OsdObjects::new(nodes))).unwrap());
         tessera_mds::tcp::spawn(listener, server.clone()).unwrap();

@@ -61,6 +61,7 @@ pub fn config(server_index: u32, cluster: ClusterMap) -> MdsConfig {
         precreate: PrecreateConfig { retry_after: std::time::Duration::ZERO, ..PrecreateConfig::default() },
         security: None,
         user_key: None,
+        removal_queue_max: tessera_mds::reaper::QUEUED_MAX,
     }
 }
 
@@ -70,7 +71,7 @@ pub fn open_single(dir: &Path, objects: Arc<dyn DataObjects>, osds: u32) -> Mds 
 
 /// Real OSDs with the failures a real node cannot be asked to produce: REMOVE failing (a node
 /// down mid-unlink), one OSD unreachable, a CREATE that runs but whose answer is lost, or a
-/// node that hangs before answering a length.
+/// node that hangs before answering a length or a REMOVE.
 pub struct Faulty {
     pub inner: Real,
     pub fail_remove: AtomicBool,
@@ -79,6 +80,9 @@ pub struct Faulty {
     pub lose_create_answer: AtomicBool,
     /// While set, reading an object's length waits (a hung node).
     pub hang_lengths: AtomicBool,
+    /// While set, a REMOVE waits (a hung node); `removes_hung` counts those waiting.
+    pub hang_removes: AtomicBool,
+    pub removes_hung: AtomicU32,
     /// Setting a length on this OSD fails (a node that dies between a truncate's check and
     /// its set); `u32::MAX` for none.
     pub fail_set_len: AtomicU32,
@@ -86,7 +90,7 @@ pub struct Faulty {
 
 impl Faulty {
     pub fn new(inner: Real) -> Faulty {
-        Faulty { inner, fail_remove: AtomicBool::new(false), down: AtomicU32::new(u32::MAX), lose_create_answer: AtomicBool::new(false), hang_lengths: AtomicBool::new(false), fail_set_len: AtomicU32::new(u32::MAX) }
+        Faulty { inner, fail_remove: AtomicBool::new(false), down: AtomicU32::new(u32::MAX), lose_create_answer: AtomicBool::new(false), hang_lengths: AtomicBool::new(false), hang_removes: AtomicBool::new(false), removes_hung: AtomicU32::new(0), fail_set_len: AtomicU32::new(u32::MAX) }
     }
 
     /// What asking a node for a length meets: the node down, or hung while `hang_lengths`.
@@ -123,6 +127,13 @@ impl DataObjects for Faulty {
         self.reach(object.osd)?;
         if self.fail_remove.load(Ordering::SeqCst) {
             return Err(ObjectsError::Unavailable { osd: object.osd });
+        }
+        if self.hang_removes.load(Ordering::SeqCst) {
+            self.removes_hung.fetch_add(1, Ordering::SeqCst);
+            while self.hang_removes.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            self.removes_hung.fetch_sub(1, Ordering::SeqCst);
         }
         self.inner.remove(object)
     }
