@@ -155,7 +155,7 @@ fn reads_go_on_through_a_loop_of_chmods() {
             let c = Client::connect(&config).unwrap();
             let mut chmods = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                c.chmod("/toggled", if chmods % 2 == 0 { 0o600 } else { 0o644 }).unwrap();
+                c.chmod("/toggled", if chmods.is_multiple_of(2) { 0o600 } else { 0o644 }).unwrap();
                 chmods += 1;
                 // A loop of chmod(1) commands leaves gaps like this one between them.
                 std::thread::sleep(Duration::from_millis(1));
