@@ -11,11 +11,11 @@
 //!   flight together, then clears their rows in one step: removals from many `rm`s share
 //!   their round trips and their store write. Woken by a first object, it waits up to
 //!   [`LINGER`] for [`GATHER`] of them, so an `rm -r` does not pay a pass per file.
-//! - Back-pressure: past [`QUEUED_MAX`] queued objects (`MdsConfig::removal_queue_max`), an unlink removes its own objects
-//!   before it answers, as it did before the reaper, so a fast `rm -r` cannot run ahead of
-//!   the OSDs without bound. The event loop never waits on an OSD: while the queue is that
-//!   full it leaves unlinks to the workers ([`Reaper::backed_up`]), and what it hands over
-//!   itself is only queued ([`Reaper::queue`]).
+//! - Back-pressure: past [`QUEUED_MAX`] queued objects (`MdsConfig::removal_queue_max`), an
+//!   unlink removes its own objects before it answers, as it did before the reaper, so a fast
+//!   `rm -r` cannot run ahead of the OSDs without bound. The event loop never waits on an OSD:
+//!   while the queue is that full it leaves unlinks to the workers ([`Reaper::backed_up`]),
+//!   and what it hands over itself is only queued ([`Reaper::queue`]).
 //! - What a user sees: `df` gives back the space a moment after `rm`, and counts the objects
 //!   still awaiting removal meanwhile (`tessera df`, the namespace line).
 
