@@ -44,16 +44,23 @@ fn create_until_failure(config: &ClusterConfig, worker: usize, round: usize, mad
 /// together; returns every acknowledged name.
 fn crash_during_creates(cluster: &mut LocalCluster, round: usize, before_kill: usize) -> Vec<String> {
     let config = cluster.config().clone();
-    let made = AtomicUsize::new(0);
+    crash_amid(cluster, before_kill, |w, made, connected| create_until_failure(&config, w, round, made, connected))
+}
+
+/// Runs `work(worker, done, connected)` on four client threads, each counting what it got
+/// acknowledged in `done` until the server dies under it, and kills the server with SIGKILL
+/// (then restarts it) once `before_kill` are done together; returns every acknowledged name.
+fn crash_amid(cluster: &mut LocalCluster, before_kill: usize, work: impl Fn(usize, &AtomicUsize, &Barrier) -> Vec<String> + Sync) -> Vec<String> {
+    let done = AtomicUsize::new(0);
     let connected = Barrier::new(4);
     std::thread::scope(|s| {
-        let (config, made, connected) = (&config, &made, &connected);
-        let workers: Vec<_> = (0..4).map(|w| s.spawn(move || create_until_failure(config, w, round, made, connected))).collect();
+        let (work, done, connected) = (&work, &done, &connected);
+        let workers: Vec<_> = (0..4).map(|w| s.spawn(move || work(w, done, connected))).collect();
         let deadline = Instant::now() + Duration::from_secs(60);
-        while made.load(Ordering::SeqCst) < before_kill && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(2));
+        while done.load(Ordering::SeqCst) < before_kill && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
         }
-        assert!(made.load(Ordering::SeqCst) >= before_kill, "clients made only {} files in 60 s", made.load(Ordering::SeqCst));
+        assert!(done.load(Ordering::SeqCst) >= before_kill, "clients got only {} acknowledged in 60 s", done.load(Ordering::SeqCst));
         cluster.crash_and_restart_mds(0).unwrap();
         workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
     })
@@ -117,19 +124,7 @@ fn acknowledged_unlinks_survive_an_mds_crash_and_their_objects_still_go() {
         objects.push(layout.objects);
     }
 
-    let done = AtomicUsize::new(0);
-    let connected = Barrier::new(4);
-    let acked: Vec<String> = std::thread::scope(|s| {
-        let (config, names, done, connected) = (&config, &names, &done, &connected);
-        let workers: Vec<_> = (0..4).map(|w| s.spawn(move || unlink_until_failure(config, w, names, done, connected))).collect();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while done.load(Ordering::SeqCst) < 300 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        assert!(done.load(Ordering::SeqCst) >= 300, "clients removed only {} files in 60 s", done.load(Ordering::SeqCst));
-        cluster.crash_and_restart_mds(0).unwrap();
-        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
-    });
+    let acked = crash_amid(&mut cluster, 300, |w, done, connected| unlink_until_failure(&config, w, &names, done, connected));
     assert!(acked.len() >= 300 && acked.len() < names.len(), "the crash came mid-way: {} of {} removed", acked.len(), names.len());
 
     // Every acknowledged unlink holds; the start-up drain removes what the crash left queued.

@@ -30,6 +30,18 @@ fn create(c: &mut MdsConnection, name: &str) -> Result<Reply, FsError> {
     c.call(&Request::Create { parent: InodeId::ROOT, name: name.into(), new: NEW, stripe: None }).expect("transport")
 }
 
+/// Fifty creates on a connection of their own, on a thread of their own (so a loop that is
+/// held up fails the test instead of hanging it); how many succeeded, once done.
+fn fifty_creates(addr: String) -> mpsc::Receiver<usize> {
+    let (creates_tx, creates_done) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut other = MdsConnection::connect(addr.as_str()).unwrap();
+        let made = (0..50).filter(|i| matches!(create(&mut other, &format!("g{i}")), Ok(Reply::Created { .. }))).count();
+        creates_tx.send(made).unwrap();
+    });
+    creates_done
+}
+
 #[test]
 fn a_request_stuck_on_an_osd_holds_up_no_create() {
     let tmp = tempfile::tempdir().unwrap();
@@ -49,14 +61,8 @@ fn a_request_stuck_on_an_osd_holds_up_no_create() {
         let mut c = MdsConnection::connect(stat_addr.as_str()).unwrap();
         stat_tx.send(c.call(&Request::Lookup { parent: InodeId::ROOT, name: "f".into() }).expect("transport")).unwrap();
     });
-    // Creates on another connection go on meanwhile (a thread, so a loop that waited for the
-    // stat fails here instead of hanging).
-    let (creates_tx, creates_done) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut other = MdsConnection::connect(addr.as_str()).unwrap();
-        let made = (0..50).filter(|i| matches!(create(&mut other, &format!("g{i}")), Ok(Reply::Created { .. }))).count();
-        creates_tx.send(made).unwrap();
-    });
+    // Creates on another connection go on meanwhile.
+    let creates_done = fifty_creates(addr);
     assert_eq!(creates_done.recv_timeout(Duration::from_secs(20)), Ok(50), "creates waited for a stat stuck on an OSD");
     assert!(stat_done.try_recv().is_err(), "the stat answered while its OSD hung");
     faulty.hang_lengths.store(false, Ordering::SeqCst);
@@ -113,12 +119,7 @@ fn unlinks_are_answered_while_removals_hang_and_a_full_queue_holds_up_no_create(
         unlink_tx.send(unlink(&mut c, "f3")).unwrap();
     });
     until("f3's own REMOVE hangs", || faulty.removes_hung.load(Ordering::SeqCst) == 2);
-    let (creates_tx, creates_done) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut other = MdsConnection::connect(addr.as_str()).unwrap();
-        let made = (0..50).filter(|i| matches!(create(&mut other, &format!("g{i}")), Ok(Reply::Created { .. }))).count();
-        creates_tx.send(made).unwrap();
-    });
+    let creates_done = fifty_creates(addr);
     assert_eq!(creates_done.recv_timeout(Duration::from_secs(20)), Ok(50), "creates waited for an unlink stuck on an OSD");
     assert!(unlink_done.try_recv().is_err(), "f3 answered before its objects were removed");
 
