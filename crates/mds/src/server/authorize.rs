@@ -28,7 +28,7 @@ impl Mds {
             // Checked inside its step, against the parent's facts creates keep in memory
             // (`store/files.rs`): a create is the one request whose cost is a goal.
             R::Create { .. } => Ok(()),
-            R::Unlink { parent, name } | R::Rmdir { parent, name } => self.may_remove(caller, *parent, name).map(drop),
+            R::Unlink { parent, name } | R::Rmdir { parent, name } => self.may_remove(caller, *parent, name),
             R::Rename { src_parent, src_name, dst_parent, dst_name } => self.may_rename(caller, *src_parent, src_name, *dst_parent, dst_name),
             R::SetAttr { ino, changes } => self.ns.read(|s| access::setattr(caller, &s.inode(*ino)?, changes)),
             R::SetDirStripe { dir, .. } => self.ns.read(|s| access::owns(caller, &s.inode(*dir)?)),
@@ -55,31 +55,16 @@ impl Mds {
         }
     }
 
-    /// Write and search permission on `parent`, and the sticky rule for the entry `name`.
-    /// Returns the directory's row. A directory entry may name an inode on another server
-    /// (a subdirectory), whose owner is then asked of that server.
-    fn may_remove(&self, caller: &Caller, parent: InodeId, name: &str) -> Result<InodeRow, FsError> {
-        let me = self.server_index();
-        let (dir, entry) = self.ns.read(|s| {
-            let dir = in_dir(s, caller, parent, WRITE | SEARCH)?;
-            let entry = match access::sticky_applies(caller, &dir) {
-                true => Some(s.lookup(parent, name)?),
-                false => None,
-            };
-            let local = match &entry {
-                Some(e) if e.ino.server() == me => Some(s.inode(e.ino)?.uid),
-                _ => None,
-            };
-            Ok((dir, entry.map(|e| (e.ino, local))))
-        })?;
-        let Some((ino, local)) = entry else { return Ok(dir) };
-        let owner = match local {
-            Some(uid) => uid,
-            None => self.peer_attr(ino)?.uid,
-        };
-        match access::sticky_allows(caller, &dir, owner) {
-            true => Ok(dir),
-            false => Err(FsError::NotPermitted),
+    /// Write and search permission on `parent`, and the sticky rule for the entry `name`. A
+    /// directory entry may name an inode on another server (a subdirectory), whose owner is
+    /// then asked of that server.
+    fn may_remove(&self, caller: &Caller, parent: InodeId, name: &str) -> Result<(), FsError> {
+        match self.ns.read(|s| removal_here(s, caller, parent, name, self.server_index()))? {
+            Removal::Allowed => Ok(()),
+            Removal::OwnerElsewhere { dir, ino } => match access::sticky_allows(caller, &dir, self.peer_attr(ino)?.uid) {
+                true => Ok(()),
+                false => Err(FsError::NotPermitted),
+            },
         }
     }
 
@@ -114,26 +99,39 @@ impl Mds {
 
 /// The directory `dir`'s row once `caller` is found to have `want` on it; ENOTDIR before
 /// EACCES, as a walk meets them.
+/// What this server's store says of removing entry `name` from `parent`.
+enum Removal {
+    Allowed,
+    /// Under the sticky rule, the entry names an inode on another server (a subdirectory),
+    /// whose owner only that server knows.
+    OwnerElsewhere { dir: InodeRow, ino: InodeId },
+}
+
+/// Write and search permission on `parent`, and the sticky rule for the entry `name`, by what
+/// this server (`me`) holds; EACCES, EPERM or ENOENT when it can tell.
+fn removal_here(s: &Store, caller: &Caller, parent: InodeId, name: &str, me: u32) -> Result<Removal, FsError> {
+    let dir = in_dir(s, caller, parent, WRITE | SEARCH)?;
+    if !access::sticky_applies(caller, &dir) {
+        return Ok(Removal::Allowed);
+    }
+    let entry = s.lookup(parent, name)?;
+    if entry.ino.server() != me {
+        return Ok(Removal::OwnerElsewhere { dir, ino: entry.ino });
+    }
+    match access::sticky_allows(caller, &dir, s.inode(entry.ino)?.uid) {
+        true => Ok(Removal::Allowed),
+        false => Err(FsError::NotPermitted),
+    }
+}
+
 /// [`Mds::may_remove`]'s checks for an unlink, made inside the unlink's own step on this
 /// server's store (the event loop runs it and must not wait for a snapshot's flush). Ok(false)
-/// when they need another server: under the sticky rule, an entry naming a subdirectory
-/// there, whose owner only that server knows; the unlink then goes to a worker.
+/// when they need another server; the unlink then goes to a worker.
 pub(super) fn may_unlink_in_step(s: &Store, caller: &Caller, parent: InodeId, name: &str, me: u32) -> Result<bool, FsError> {
     if caller.is_root() {
         return Ok(true);
     }
-    let dir = in_dir(s, caller, parent, WRITE | SEARCH)?;
-    if !access::sticky_applies(caller, &dir) {
-        return Ok(true);
-    }
-    let entry = s.lookup(parent, name)?;
-    if entry.ino.server() != me {
-        return Ok(false);
-    }
-    match access::sticky_allows(caller, &dir, s.inode(entry.ino)?.uid) {
-        true => Ok(true),
-        false => Err(FsError::NotPermitted),
-    }
+    Ok(matches!(removal_here(s, caller, parent, name, me)?, Removal::Allowed))
 }
 
 fn in_dir(s: &Store, caller: &Caller, dir: InodeId, want: u32) -> Result<InodeRow, FsError> {
