@@ -2,6 +2,7 @@
 //! of the logical length (the file size, without a metadata round trip), and the attribute
 //! commands of `tessera attr`.
 
+use tessera_initiator::chain::chained;
 use tessera_initiator::osd_client::OsdError;
 use tessera_mds_proto::{FileLayout, ObjectRef};
 use tessera_osd_proto::pages::{value_u64, USER_OBJECT_LOGICAL_LENGTH};
@@ -11,39 +12,33 @@ use tessera_types::ObjectAddr;
 use crate::error::ClientError;
 use crate::pool::{Lease, OsdPool};
 
-/// Runs `op` on every object of `layout` at once, given the object's slot; results are in
-/// slot order. A thread per object but the last, which the caller's thread serves (a thread
-/// costs more than a small command).
-fn each_object<R: Send>(
+/// Runs `op` on every object of `layout` at once, given the object's slot and the work to run
+/// while its command is in flight; results are in slot order. The commands are in flight
+/// together from the caller's thread (`tessera_initiator::chain`): no thread is started.
+fn each_object<R>(
     pool: &OsdPool,
     layout: &FileLayout,
     path: &str,
-    op: impl Fn(usize, &Lease, ObjectAddr) -> Result<R, OsdError> + Sync,
+    op: impl Fn(usize, &Lease, ObjectAddr, &mut dyn FnMut()) -> Result<R, OsdError>,
 ) -> Result<Vec<R>, ClientError> {
     let addrs = layout.objects.iter().map(|o| pool.object_addr(o.osd, o.object_id, path)).collect::<Result<Vec<_>, _>>()?;
-    let one = |slot: usize| {
+    let one = |slot: usize, meanwhile: &mut dyn FnMut()| {
         let (object, addr) = (&layout.objects[slot], addrs[slot]);
         let lease = pool.lease(object.osd, object.object_id, path)?;
-        op(slot, &lease, addr).map_err(|e| pool.fail(&lease, object.object_id, e))
+        op(slot, &lease, addr, meanwhile).map_err(|e| pool.fail(&lease, object.object_id, e))
     };
-    let Some(last) = layout.objects.len().checked_sub(1) else { return Ok(Vec::new()) };
-    let (others, mine) = std::thread::scope(|scope| {
-        let others: Vec<_> = (0..last).map(|slot| scope.spawn(move || one(slot))).collect();
-        let mine = one(last);
-        (others.into_iter().map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect::<Vec<_>>(), mine)
-    });
-    others.into_iter().chain([mine]).collect()
+    chained(layout.objects.len(), &one).into_iter().collect()
 }
 
 /// FLUSH (data and attributes) on every object: afterwards every acknowledged WRITE is durable.
 pub fn flush_all(pool: &OsdPool, layout: &FileLayout, path: &str) -> Result<(), ClientError> {
-    each_object(pool, layout, path, |_, lease, addr| lease.conn.flush(addr, FlushScope::DataAndAttributes)).map(drop)
+    each_object(pool, layout, path, |_, lease, addr, meanwhile| lease.conn.flush_meanwhile(addr, FlushScope::DataAndAttributes, meanwhile)).map(drop)
 }
 
 /// Every object's logical length, in slot order.
 pub fn lengths(pool: &OsdPool, layout: &FileLayout, path: &str) -> Result<Vec<u64>, ClientError> {
-    each_object(pool, layout, path, |_, lease, addr| {
-        let attrs = lease.conn.get_attributes(addr, &[USER_OBJECT_LOGICAL_LENGTH])?;
+    each_object(pool, layout, path, |_, lease, addr, meanwhile| {
+        let attrs = lease.conn.get_attributes_meanwhile(addr, &[USER_OBJECT_LOGICAL_LENGTH], meanwhile)?;
         attrs.iter().find(|a| a.id == USER_OBJECT_LOGICAL_LENGTH).and_then(|a| a.value.as_deref()).and_then(value_u64).ok_or_else(|| {
             OsdError::Missing { peer: lease.conn.peer(), service_action: ServiceAction::GetAttributes, what: "the logical length" }
         })
@@ -53,7 +48,7 @@ pub fn lengths(pool: &OsdPool, layout: &FileLayout, path: &str) -> Result<Vec<u6
 /// The objects of `layout` whose OSDs answer that they do not hold them (none when any OSD
 /// fails otherwise: then nothing is known).
 pub fn absent(pool: &OsdPool, layout: &FileLayout, path: &str) -> Vec<ObjectRef> {
-    let found = each_object(pool, layout, path, |_, lease, addr| match lease.conn.get_attributes(addr, &[USER_OBJECT_LOGICAL_LENGTH]) {
+    let found = each_object(pool, layout, path, |_, lease, addr, meanwhile| match lease.conn.get_attributes_meanwhile(addr, &[USER_OBJECT_LOGICAL_LENGTH], meanwhile) {
         Ok(_) => Ok(false),
         Err(e) if e.is_no_such_object() => Ok(true),
         Err(e) => Err(e),
@@ -72,25 +67,28 @@ pub fn file_size(pool: &OsdPool, layout: &FileLayout, path: &str) -> Result<u64,
 
 /// GET ATTRIBUTES of `ids` on every object, in slot order.
 pub fn get_attributes(pool: &OsdPool, layout: &FileLayout, path: &str, ids: &[AttrId]) -> Result<Vec<Vec<RetrievedAttr>>, ClientError> {
-    each_object(pool, layout, path, |_, lease, addr| lease.conn.get_attributes(addr, ids))
+    each_object(pool, layout, path, |_, lease, addr, meanwhile| lease.conn.get_attributes_meanwhile(addr, ids, meanwhile))
 }
 
 /// Every attribute of `page` on every object, in slot order.
 pub fn get_attribute_page(pool: &OsdPool, layout: &FileLayout, path: &str, page: u32) -> Result<Vec<Vec<RetrievedAttr>>, ClientError> {
-    each_object(pool, layout, path, |_, lease, addr| lease.conn.get_attribute_page(addr, page))
+    each_object(pool, layout, path, |_, lease, addr, meanwhile| lease.conn.get_attribute_page_meanwhile(addr, page, meanwhile))
 }
 
 /// SET ATTRIBUTES of `attrs` on every object.
 pub fn set_attributes(pool: &OsdPool, layout: &FileLayout, path: &str, attrs: &[Attribute]) -> Result<(), ClientError> {
-    each_object(pool, layout, path, |_, lease, addr| lease.conn.set_attributes(addr, attrs)).map(drop)
+    each_object(pool, layout, path, |_, lease, addr, meanwhile| lease.conn.set_attributes_meanwhile(addr, attrs, meanwhile)).map(drop)
 }
 
 /// SET ATTRIBUTES of `attrs[slot]` on the object in each slot (one list per object); a slot
 /// with an empty list is left alone.
 pub fn set_attributes_each(pool: &OsdPool, layout: &FileLayout, path: &str, attrs: &[Vec<Attribute>]) -> Result<(), ClientError> {
-    each_object(pool, layout, path, |slot, lease, addr| match attrs.get(slot) {
-        Some(list) if !list.is_empty() => lease.conn.set_attributes(addr, list),
-        _ => Ok(()),
+    each_object(pool, layout, path, |slot, lease, addr, meanwhile| match attrs.get(slot) {
+        Some(list) if !list.is_empty() => lease.conn.set_attributes_meanwhile(addr, list, meanwhile),
+        _ => {
+            meanwhile();
+            Ok(())
+        }
     })
     .map(drop)
 }

@@ -1,9 +1,12 @@
 //! Striped reads and writes: a file-level extent list over the caller's memory (one buffer, or a
 //! list of regions seen end to end, [`crate::memory`]) becomes one command list per slot
-//! ([`crate::command_plan`]), the slots run at once, each on a thread of its own (the caller's
-//! serving one), so all OSDs work together, and within a slot up to [`PIPELINE_DEPTH`]
-//! commands are in flight over the OSD's sessions. Reads
-//! scatter each reply into the caller's memory; writes send the caller's bytes.
+//! ([`crate::command_plan`]), and the slots run at once, so all OSDs work together. When every
+//! slot is one command of at most [`CHAIN_BYTES_MAX`] (a strided or list request of a few
+//! pieces per OSD, the common non-contiguous case), the commands are in flight together from
+//! the caller's thread (`tessera_initiator::chain`); otherwise each slot has a thread of its
+//! own (the caller's serving one), and within a slot up to [`PIPELINE_DEPTH`] commands are in
+//! flight over the OSD's sessions. Reads scatter each reply into the caller's memory; writes
+//! send the caller's bytes.
 //!
 //! Write gather: each command's bytes are its runs of the caller's buffer (one run for a
 //! contiguous request; several non-adjacent ones for a strided or list request), handed to
@@ -23,9 +26,11 @@
 //! session's commands have ended, so no first copy of a WRITE can land after the resend or
 //! after a later overlapping WRITE.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
+use tessera_initiator::chain::chained;
 use tessera_initiator::osd_client::OsdError;
 use tessera_layout::{plan, Extent, PerOsdPlan};
 use tessera_mds_proto::FileLayout;
@@ -39,6 +44,12 @@ use crate::pool::{Lease, OsdPool};
 /// Commands in flight per slot. The slots run at once, so a stripe over C objects keeps
 /// up to C * PIPELINE_DEPTH commands in flight.
 pub const PIPELINE_DEPTH: usize = 4;
+
+/// The largest command of a transfer whose slots run from the caller's thread alone, one
+/// command per slot in flight together. Up to here a thread costs more than reading the
+/// answers in turn; past it, the slots' data moves faster on threads of their own
+/// (docs/noncontiguous.md, "One thread for one command per OSD").
+pub const CHAIN_BYTES_MAX: u64 = 256 << 10;
 
 /// What one I/O call works on.
 pub struct StripedFile<'a> {
@@ -54,6 +65,8 @@ struct SlotWork<J> {
     object_id: u64,
     addr: ObjectAddr,
     jobs: Vec<J>,
+    /// The largest of its commands, in bytes.
+    largest: u64,
     /// Some pieces cover the same object bytes: the commands must run one at a time in list
     /// order, or a later WRITE could land before an earlier one and lose ("later wins").
     overlapping: bool,
@@ -98,8 +111,9 @@ impl StripedFile<'_> {
             let max = self.pool.max_transfer(&lease);
             let cmds = slot_commands(p, mode, max).map_err(|source| ClientError::Descriptor { path: self.path.to_string(), source })?;
             let starts = piece_starts(&p.pieces);
+            let largest = cmds.iter().map(|c| c.len).max().unwrap_or(0);
             let jobs = cmds.into_iter().map(|c| make(p, &starts, c)).collect();
-            out.push(SlotWork { osd: object.osd, object_id: object.object_id, addr, jobs, overlapping: pieces_overlap(&p.pieces) });
+            out.push(SlotWork { osd: object.osd, object_id: object.object_id, addr, jobs, largest, overlapping: pieces_overlap(&p.pieces) });
         }
         Ok(out)
     }
@@ -118,9 +132,9 @@ impl StripedFile<'_> {
             let runs = buffer_runs(&p.pieces, starts, cmd.stream_start, cmd.len);
             (cmd, mem.runs(&runs))
         })?;
-        self.run(work, |lease, addr, (cmd, slices)| {
+        self.run(work, |lease, addr, (cmd, slices), meanwhile| {
             debug_assert_eq!(slices.iter().map(|s| s.len() as u64).sum::<u64>(), cmd.len);
-            lease.conn.write_scattered(addr, cmd.offset, slices, cmd.layout.clone(), fua)
+            lease.conn.write_scattered_meanwhile(addr, cmd.offset, slices, cmd.layout.clone(), fua, meanwhile)
         })
     }
 
@@ -148,13 +162,14 @@ impl StripedFile<'_> {
                 object_id: w.object_id,
                 addr: w.addr,
                 jobs: w.jobs.into_iter().enumerate().map(|(c, (cmd, _))| (cmd, std::mem::take(&mut dests[s][c]))).collect(),
+                largest: w.largest,
                 // Reads of the same bytes may run in any order.
                 overlapping: false,
             })
             .collect();
         let past_end = AtomicBool::new(false);
-        self.run(work, |lease, addr, (cmd, dest)| {
-            let result = lease.conn.read_into(addr, cmd.offset, cmd.len, cmd.layout.clone(), dest)?;
+        self.run(work, |lease, addr, (cmd, dest), meanwhile| {
+            let result = lease.conn.read_into_meanwhile(addr, cmd.offset, cmd.len, cmd.layout.clone(), dest, meanwhile)?;
             if result.past_end || result.received < cmd.len {
                 past_end.store(true, Ordering::Relaxed);
             }
@@ -173,16 +188,17 @@ impl StripedFile<'_> {
         }
     }
 
-    /// Runs the slots at once, each with up to PIPELINE_DEPTH workers pulling its commands in
-    /// order: a thread per worker but one, as the caller's thread serves too (a thread costs
+    /// Runs the slots at once: chained from this thread when each is one small command
+    /// ([`CHAIN_BYTES_MAX`]), else each with up to PIPELINE_DEPTH workers pulling its commands
+    /// in order, a thread per worker but one, as the caller's thread serves too (a thread costs
     /// more than a small command, and far more on a busy machine, where it waits for a core).
-    /// The first error is returned; the other slots still finish their commands in flight
-    /// (none are cancelled half way).
-    fn run<J: Send>(
-        &self,
-        work: Vec<SlotWork<J>>,
-        op: impl Fn(&Lease, ObjectAddr, &mut J) -> Result<(), OsdError> + Sync,
-    ) -> Result<(), ClientError> {
+    /// `op` runs one command, calling its last argument once the command has left. The first
+    /// error is returned; the other slots still finish their commands in flight (none are
+    /// cancelled half way).
+    fn run<J: Send>(&self, work: Vec<SlotWork<J>>, op: impl Fn(&Lease, ObjectAddr, &mut J, &mut dyn FnMut()) -> Result<(), OsdError> + Sync) -> Result<(), ClientError> {
+        if work.len() > 1 && work.iter().all(|w| w.jobs.len() == 1 && w.largest <= CHAIN_BYTES_MAX) {
+            return self.run_chained(work, &op);
+        }
         let failed = AtomicBool::new(false);
         let first_error: Mutex<Option<ClientError>> = Mutex::new(None);
         let record = |e: ClientError| {
@@ -206,12 +222,30 @@ impl StripedFile<'_> {
         }
     }
 
+    /// One command per slot, in flight together from this thread; the first error (in slot
+    /// order) is returned once every command has ended.
+    fn run_chained<J>(&self, work: Vec<SlotWork<J>>, op: &impl Fn(&Lease, ObjectAddr, &mut J, &mut dyn FnMut()) -> Result<(), OsdError>) -> Result<(), ClientError> {
+        let slots: Vec<(Target, RefCell<J>)> = work
+            .into_iter()
+            .map(|mut w| {
+                let job = w.jobs.pop().expect("a chained slot has one command");
+                (w.target(), RefCell::new(job))
+            })
+            .collect();
+        let one = |i: usize, meanwhile: &mut dyn FnMut()| {
+            let (target, job) = &slots[i];
+            let lease = self.pool.lease(target.osd, target.object_id, self.path)?;
+            self.send_meanwhile(lease, *target, &mut *job.borrow_mut(), op, meanwhile).map(drop)
+        };
+        chained(slots.len(), &one).into_iter().collect()
+    }
+
     /// One slot's commands, by up to PIPELINE_DEPTH workers (this thread one of them), each on
     /// a session of its own; stops taking commands once any slot has failed.
     fn run_slot<J: Send>(
         &self,
         slot: SlotWork<J>,
-        op: &(impl Fn(&Lease, ObjectAddr, &mut J) -> Result<(), OsdError> + Sync),
+        op: &(impl Fn(&Lease, ObjectAddr, &mut J, &mut dyn FnMut()) -> Result<(), OsdError> + Sync),
         record: &(impl Fn(ClientError) + Sync),
         failed: &AtomicBool,
     ) {
@@ -249,19 +283,31 @@ impl StripedFile<'_> {
     /// more on a session the pool has looked at. Returns the lease to go on with. Not after a
     /// session that timed out (the OSD said nothing for two liveness intervals): a frozen OSD
     /// would only make the resend's login wait as long again.
-    fn send<J>(
+    fn send<J>(&self, lease: Lease, slot: Target, job: &mut J, op: &impl Fn(&Lease, ObjectAddr, &mut J, &mut dyn FnMut()) -> Result<(), OsdError>) -> Result<Lease, ClientError> {
+        self.send_meanwhile(lease, slot, job, op, &mut || {})
+    }
+
+    /// [`StripedFile::send`] running `meanwhile` once, when the command (or its resend) has left.
+    fn send_meanwhile<J>(
         &self,
         lease: Lease,
         slot: Target,
         job: &mut J,
-        op: &impl Fn(&Lease, ObjectAddr, &mut J) -> Result<(), OsdError>,
+        op: &impl Fn(&Lease, ObjectAddr, &mut J, &mut dyn FnMut()) -> Result<(), OsdError>,
+        meanwhile: &mut dyn FnMut(),
     ) -> Result<Lease, ClientError> {
-        match op(&lease, slot.addr, job) {
+        let mut ran = false;
+        let mut once = || {
+            if !std::mem::replace(&mut ran, true) {
+                meanwhile();
+            }
+        };
+        match op(&lease, slot.addr, job, &mut once) {
             Ok(()) => Ok(lease),
             Err(OsdError::Transport(e)) if !e.timed_out() => {
                 tracing::debug!(osd = slot.osd, object = slot.object_id, error = %e, "OSD session lost under a command; sending it again");
                 let again = self.pool.reinstate(&lease, slot.object_id, self.path)?;
-                match op(&again, slot.addr, job) {
+                match op(&again, slot.addr, job, &mut once) {
                     Ok(()) => Ok(again),
                     Err(e) => Err(self.pool.fail(&again, slot.object_id, e)),
                 }

@@ -283,8 +283,18 @@ impl<T: ScsiTransport> OsdClient<T> {
     /// values (retrieved attributes, and under ALLDATA every Data-In byte) are verified; on an
     /// error `lent` holds whatever arrived and must not be used.
     pub fn execute_lent(&self, builder: &OsdRequestBuilder<'_>, lent: &mut [&mut [u8]]) -> Result<(OsdReply, usize), OsdError> {
+        self.execute_lent_meanwhile(builder, lent, &mut || {})
+    }
+
+    /// [`OsdClient::execute_lent`] running `meanwhile` as [`OsdClient::execute_meanwhile`] does.
+    pub fn execute_lent_meanwhile(
+        &self,
+        builder: &OsdRequestBuilder<'_>,
+        lent: &mut [&mut [u8]],
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<(OsdReply, usize), OsdError> {
         let credential = self.credentials.as_ref().and_then(|s| s.credential(&builder.command));
-        self.execute_signed(builder, credential.as_deref(), Landing::Lent(lent), None)
+        self.execute_signed(builder, credential.as_deref(), Landing::Lent(lent), Some(meanwhile))
     }
 
     /// [`OsdClient::execute`] signed with `credential`, whatever the client's own source says.

@@ -227,7 +227,7 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
         self.remove_meanwhile(object, &mut || {})
     }
 
-    /// Up to [`IN_FLIGHT_MAX`] commands in flight at once, from this thread ([`chained`]).
+    /// The commands in flight together, from this thread ([`chained`]).
     fn remove_all(&self, objects: &[ObjectRef]) -> Vec<Result<(), ObjectsError>> {
         chained(objects, &|_, o, meanwhile| self.remove_meanwhile(o, meanwhile))
     }
@@ -249,7 +249,7 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
         self.data_state_meanwhile(object, &mut || {})
     }
 
-    /// Up to [`IN_FLIGHT_MAX`] commands in flight at once, from this thread ([`chained`]).
+    /// The commands in flight together, from this thread ([`chained`]).
     fn data_states(&self, objects: &[ObjectRef]) -> Vec<Result<ObjectData, ObjectsError>> {
         chained(objects, &|_, o, meanwhile| self.data_state_meanwhile(o, meanwhile))
     }
@@ -258,7 +258,7 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
         self.set_logical_len_meanwhile(object, len, &mut || {})
     }
 
-    /// Up to [`IN_FLIGHT_MAX`] commands in flight at once, from this thread ([`chained`]).
+    /// The commands in flight together, from this thread ([`chained`]).
     fn set_logical_lens(&self, lengths: &[(ObjectRef, u64)]) -> Vec<Result<(), ObjectsError>> {
         let objects: Vec<ObjectRef> = lengths.iter().map(|(o, _)| *o).collect();
         chained(&objects, &|i, o, meanwhile| self.set_logical_len_meanwhile(o, lengths[i].1, meanwhile))
@@ -283,32 +283,14 @@ impl<T: ScsiTransport> DataObjects for OsdObjects<T> {
     }
 }
 
-/// Commands one [`chained`] call has in flight at once (and so the depth of its chain).
-const IN_FLIGHT_MAX: usize = 16;
-
 /// A command per object is a function of the object (and its index in the list) and of the
 /// work to run while its command is in flight.
 type PerObject<'a, R> = &'a dyn Fn(usize, ObjectRef, &mut dyn FnMut()) -> Result<R, ObjectsError>;
 
-/// `one(object)` for each object, outcomes in order, up to [`IN_FLIGHT_MAX`] commands in
-/// flight at once from this thread: each is sent while the one before it waits (a chain of
-/// `meanwhile`s, `OsdClient::execute_meanwhile`), so a file's objects on different OSDs are
-/// asked together without starting a thread.
+/// `one(i, object, meanwhile)` for each object, outcomes in order, the commands in flight
+/// together from this thread (`tessera_initiator::chain`).
 fn chained<R>(objects: &[ObjectRef], one: PerObject<'_, R>) -> Vec<Result<R, ObjectsError>> {
-    let mut out: Vec<Option<Result<R, ObjectsError>>> = objects.iter().map(|_| None).collect();
-    for (k, (objects, out)) in objects.chunks(IN_FLIGHT_MAX).zip(out.chunks_mut(IN_FLIGHT_MAX)).enumerate() {
-        chain(k * IN_FLIGHT_MAX, objects, out, one);
-    }
-    // A command that failed before it left sent none of those after it: one at a time.
-    objects.iter().zip(out).enumerate().map(|(i, (o, r))| r.unwrap_or_else(|| one(i, *o, &mut || {}))).collect()
-}
-
-/// Sends the first object's command, then the rest's (recursively) while it is in flight,
-/// then waits for its answer. A slot stays empty when its command was never sent.
-fn chain<R>(at: usize, objects: &[ObjectRef], out: &mut [Option<Result<R, ObjectsError>>], one: PerObject<'_, R>) {
-    let (Some((first, rest)), Some((slot, rest_out))) = (objects.split_first(), out.split_first_mut()) else { return };
-    let mut send_rest = || chain(at + 1, rest, rest_out, one);
-    *slot = Some(one(at, *first, &mut send_rest));
+    tessera_initiator::chain::chained(objects.len(), &|i, meanwhile| one(i, objects[i], meanwhile))
 }
 
 /// One listed object's values of the attributes asked for, in the order asked.

@@ -45,18 +45,28 @@ impl<T: ScsiTransport> OsdClient<T> {
 
     /// GET ATTRIBUTES (page format): every attribute of `page`.
     pub fn get_attribute_page(&self, addr: ObjectAddr, page: u32) -> Result<Vec<RetrievedAttr>, OsdError> {
+        self.get_attribute_page_meanwhile(addr, page, &mut || {})
+    }
+
+    /// [`OsdClient::get_attribute_page`] running `meanwhile` while the command is in flight.
+    pub fn get_attribute_page_meanwhile(&self, addr: ObjectAddr, page: u32, meanwhile: &mut dyn FnMut()) -> Result<Vec<RetrievedAttr>, OsdError> {
         let reply = self.get_with_retry(
             |allocation_len| OsdRequestBuilder::new(Command::GetAttributes { addr }).get_attrs(GetAttrs::Page { page, allocation_len }),
-            &mut || {},
+            meanwhile,
         )?;
         Ok(reply.attrs().to_vec())
     }
 
     /// SET ATTRIBUTES (list format); an empty value deletes the attribute.
     pub fn set_attributes(&self, addr: ObjectAddr, attrs: &[Attribute]) -> Result<(), OsdError> {
+        self.set_attributes_meanwhile(addr, attrs, &mut || {})
+    }
+
+    /// [`OsdClient::set_attributes`] running `meanwhile` while the command is in flight.
+    pub fn set_attributes_meanwhile(&self, addr: ObjectAddr, attrs: &[Attribute], meanwhile: &mut dyn FnMut()) -> Result<(), OsdError> {
         let mut b = OsdRequestBuilder::new(Command::SetAttributes { addr });
         b.set_attrs = attrs.to_vec();
-        self.execute(&b).map(drop)
+        self.execute_meanwhile(&b, meanwhile).map(drop)
     }
 
     /// QUERY: the members of collection `addr` matching `criteria` (at most what

@@ -57,11 +57,25 @@ impl<T: ScsiTransport> OsdClient<T> {
     /// send (past the end of the object) read as zeros. On an error `dest` holds whatever
     /// arrived and must not be used.
     pub fn read_into(&self, addr: ObjectAddr, offset: u64, len: u64, layout: DataLayout, dest: &mut [&mut [u8]]) -> Result<ReadInto, OsdError> {
+        self.read_into_meanwhile(addr, offset, len, layout, dest, &mut || {})
+    }
+
+    /// [`OsdClient::read_into`] running `meanwhile` while the READ is in flight (as
+    /// [`OsdClient::execute_meanwhile`]): the data waits in the socket until it is read.
+    pub fn read_into_meanwhile(
+        &self,
+        addr: ObjectAddr,
+        offset: u64,
+        len: u64,
+        layout: DataLayout,
+        dest: &mut [&mut [u8]],
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<ReadInto, OsdError> {
         let total: u64 = dest.iter().map(|d| d.len() as u64).sum();
         if total != len {
             return Err(BuildError::DataLength { expected: len, got: total }.into());
         }
-        let (reply, received) = self.execute_lent(&OsdRequestBuilder::new(Command::Read { addr, offset, len, layout }), dest)?;
+        let (reply, received) = self.execute_lent_meanwhile(&OsdRequestBuilder::new(Command::Read { addr, offset, len, layout }), dest, meanwhile)?;
         debug_assert!(reply.data.is_empty(), "all command data was lent");
         zero_from(dest, received);
         let past_end = reply.recovered.as_ref().is_some_and(|s| s.asc_ascq() == READ_PAST_END);
@@ -136,19 +150,48 @@ impl<T: ScsiTransport> OsdClient<T> {
     /// into one buffer is cheaper than the per-slice cost of the vectored send (see
     /// docs/noncontiguous.md, "pack or gather").
     pub fn write_gather(&self, addr: ObjectAddr, offset: u64, data: &[&[u8]], layout: DataLayout, fua: bool) -> Result<(), OsdError> {
+        self.write_gather_meanwhile(addr, offset, data, layout, fua, &mut || {})
+    }
+
+    /// [`OsdClient::write_gather`] running `meanwhile` once the command and its unsolicited
+    /// data have left (as [`OsdClient::execute_meanwhile`]).
+    fn write_gather_meanwhile(
+        &self,
+        addr: ObjectAddr,
+        offset: u64,
+        data: &[&[u8]],
+        layout: DataLayout,
+        fua: bool,
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<(), OsdError> {
         let len = data.iter().map(|d| d.len() as u64).sum();
         let command = Command::Write { addr, offset, len, layout };
-        self.execute(&OsdRequestBuilder::new(command).data_pieces(data).fua(fua)).map(drop)
+        self.execute_meanwhile(&OsdRequestBuilder::new(command).data_pieces(data).fua(fua), meanwhile).map(drop)
     }
 
     /// WRITE whose data lies scattered in the caller's memory (`data` end to end, in layout
     /// order), moved the cheaper way for its size: gathered in place when the mean slice is at
     /// least [`GATHER_MIN_PIECE_BYTES`], else packed into one buffer (seed 003's hybrid).
     pub fn write_scattered(&self, addr: ObjectAddr, offset: u64, data: &[&[u8]], layout: DataLayout, fua: bool) -> Result<(), OsdError> {
+        self.write_scattered_meanwhile(addr, offset, data, layout, fua, &mut || {})
+    }
+
+    /// [`OsdClient::write_scattered`] running `meanwhile` once the command and its unsolicited
+    /// data have left (as [`OsdClient::execute_meanwhile`]); data the target asks for with R2Ts
+    /// goes after `meanwhile` returns.
+    pub fn write_scattered_meanwhile(
+        &self,
+        addr: ObjectAddr,
+        offset: u64,
+        data: &[&[u8]],
+        layout: DataLayout,
+        fua: bool,
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<(), OsdError> {
         if data.len() <= 1 || gathers(data) {
-            return self.write_gather(addr, offset, data, layout, fua);
+            return self.write_gather_meanwhile(addr, offset, data, layout, fua, meanwhile);
         }
-        self.write_layout(addr, offset, &data.concat(), layout, fua)
+        self.write_gather_meanwhile(addr, offset, &[&data.concat()], layout, fua, meanwhile)
     }
 
     /// APPEND `data`; returns the byte address it landed at (Current Command attribute 5).
@@ -193,7 +236,12 @@ impl<T: ScsiTransport> OsdClient<T> {
 
     /// FLUSH one user object (scope: data and attributes, or attributes only).
     pub fn flush(&self, addr: ObjectAddr, scope: FlushScope) -> Result<(), OsdError> {
-        self.execute(&OsdRequestBuilder::new(Command::Flush { addr, scope })).map(drop)
+        self.flush_meanwhile(addr, scope, &mut || {})
+    }
+
+    /// [`OsdClient::flush`] running `meanwhile` while it is in flight.
+    pub fn flush_meanwhile(&self, addr: ObjectAddr, scope: FlushScope, meanwhile: &mut dyn FnMut()) -> Result<(), OsdError> {
+        self.execute_meanwhile(&OsdRequestBuilder::new(Command::Flush { addr, scope }), meanwhile).map(drop)
     }
 
     pub fn flush_collection(&self, addr: ObjectAddr, scope: FlushScope) -> Result<(), OsdError> {
