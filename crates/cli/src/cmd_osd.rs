@@ -16,6 +16,7 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use tessera_engine::{Engine, EngineConfig};
 use tessera_target::iscsi_server::{TargetConfig, TargetServer};
+use tessera_types::limits::SESSIONS_MAX;
 use tessera_security::SecurityMethod;
 use tessera_target::osd_lu::OsdCommandSet;
 use tessera_target::security_gate::TargetSecurity;
@@ -58,6 +59,12 @@ fn parse_method(s: &str) -> Result<SecurityMethod, String> {
     SecurityMethod::from_name(s).ok_or_else(|| format!("unknown security method {s:?}: use nosec, capkey, cmdrsp or alldata"))
 }
 
+/// Descriptors an OSD keeps for its store (SQLite, object files, mappings).
+const DESCRIPTORS_KEPT: u64 = 512;
+/// Descriptors one iSCSI session holds: its socket and the clones the server keeps to close
+/// it on shutdown and on reinstatement, with one to spare.
+const DESCRIPTORS_PER_SESSION: u64 = 4;
+
 pub fn run(args: OsdArgs) -> Result<()> {
     // Signals are blocked for every thread before any is spawned, and taken by one iterator.
     let mut signals = Signals::new([SIGTERM, SIGINT]).context("installing signal handlers")?;
@@ -85,6 +92,9 @@ pub fn run(args: OsdArgs) -> Result<()> {
     };
     let mut config = TargetConfig::new(&target_name, &portal);
     config.chap = chap;
+    let descriptors = crate::fd_limit::raise()?;
+    config.sessions_max = crate::fd_limit::connections(descriptors, DESCRIPTORS_KEPT, DESCRIPTORS_PER_SESSION, SESSIONS_MAX);
+    tracing::info!(descriptors, sessions = config.sessions_max, "sessions served at once");
     let auth = match &config.chap {
         None => "none",
         Some(c) if c.target.is_some() => "chap-mutual",

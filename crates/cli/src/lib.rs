@@ -11,6 +11,7 @@ pub mod cmd_mds;
 pub mod cmd_osd;
 pub mod daemon;
 pub mod demo;
+pub mod fd_limit;
 pub mod fs;
 pub mod listeners;
 pub mod lock;

@@ -42,9 +42,12 @@ use crate::proven::{self, Admission};
 use crate::server::{Answer, Mds};
 use crate::workers::Workers;
 
-/// Connections served at once; further ones are closed at accept. Bounds memory (at most one
-/// frame buffer each) and worker threads (at most one each).
-pub const CONNECTIONS_MAX: usize = 1024;
+/// Connections served at most (one per client process); further ones are closed at accept.
+/// Bounds memory (at most one frame buffer each) and worker threads (at most one each).
+/// `tessera mds` lowers it to what its descriptor limit allows ([`LoopConfig::connections_max`]).
+pub const CONNECTIONS_MAX: usize = 16_384;
+/// How long the listener rests when the process is out of file descriptors.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(50);
 /// The longest the open group waits for the steps of every connection that wrote lately.
 pub const GATHER_MAX: Duration = Duration::from_micros(200);
 /// Rounds a connection counts as writing after its last create or unlink.
@@ -66,12 +69,14 @@ pub struct LoopConfig {
     pub cpus: LoopCpus,
     /// How the loop's CPU waits for a flush once the loop is placed (`keep_awake.rs`).
     pub flush_wait: FlushWait,
+    /// Connections served at once, at most [`CONNECTIONS_MAX`].
+    pub connections_max: usize,
 }
 
 impl Default for LoopConfig {
     /// Polls [`BUSY_POLL`], on any CPU.
     fn default() -> LoopConfig {
-        LoopConfig { busy_poll: BUSY_POLL, cpus: LoopCpus::Any, flush_wait: FlushWait::Spin }
+        LoopConfig { busy_poll: BUSY_POLL, cpus: LoopCpus::Any, flush_wait: FlushWait::Spin, connections_max: CONNECTIONS_MAX }
     }
 }
 
@@ -103,6 +108,8 @@ pub fn spawn_with(listener: TcpListener, mds: Arc<Mds>, config: LoopConfig) -> i
         writers: HashMap::new(),
         poll_window: PollWindow::new(config.busy_poll),
         keep_awake: KeepAwake::new(config.flush_wait),
+        connections_max: config.connections_max.min(CONNECTIONS_MAX),
+        accept_paused_until: None,
     };
     let cpus = config.cpus;
     let handle = std::thread::Builder::new().name(format!("mds-loop-{addr}")).spawn(move || front.run(Placement::start(cpus)))?;
@@ -159,6 +166,9 @@ struct Front {
     poll_window: PollWindow,
     /// Keeps the loop's CPU from halting while a round's flush is in flight.
     keep_awake: KeepAwake,
+    connections_max: usize,
+    /// Out of file descriptors: the listener is not watched until then.
+    accept_paused_until: Option<Instant>,
 }
 
 fn encode(request_id: u64, result: Result<Reply, FsError>) -> Vec<u8> {
@@ -172,6 +182,7 @@ impl Front {
         loop {
             placement.check(Instant::now());
             self.keep_awake.follow(placement.placed());
+            self.resume_accepting();
             let timeout = self.next_deadline().map(|d| d.saturating_duration_since(Instant::now()));
             // Not while workers run: they need the CPU the polling would take.
             let polling = self.at_workers == 0;
@@ -228,13 +239,21 @@ impl Front {
         }
     }
 
-    /// The earliest of the gather deadline and the stalled sends' deadlines.
+    /// The earliest of the gather deadline, the stalled sends' deadlines and the end of a
+    /// pause in accepting.
     fn next_deadline(&self) -> Option<Instant> {
         let gather = self.first_owed_at.map(|t| t + GATHER_MAX);
         let stalled = self.conns.values().filter_map(|s| s.conn.send_deadline()).min();
-        match (gather, stalled) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        [gather, stalled, self.accept_paused_until].into_iter().flatten().min()
+    }
+
+    /// Watches the listener again once a pause for want of descriptors is over.
+    fn resume_accepting(&mut self) {
+        if self.accept_paused_until.is_some_and(|t| t <= Instant::now()) {
+            self.accept_paused_until = None;
+            if let Err(e) = self.poller.modify(&self.listener, Interest::readable(LISTENER)) {
+                tracing::error!(%e, "cannot watch the MDS listener");
+            }
         }
     }
 
@@ -242,8 +261,8 @@ impl Front {
         loop {
             match self.listener.accept() {
                 Ok((stream, _)) => {
-                    if self.conns.len() + self.at_workers >= CONNECTIONS_MAX {
-                        tracing::warn!("too many MDS connections; closing a new one");
+                    if self.conns.len() + self.at_workers >= self.connections_max {
+                        tracing::warn!(serving = self.connections_max, "as many MDS connections as this server takes; closing a new one");
                         continue;
                     }
                     let key = self.next_key;
@@ -265,6 +284,13 @@ impl Front {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) => {
+                    // The connection waits in the backlog; watching the listener again at once
+                    // would wake the loop for it as fast as the CPU allows.
+                    tracing::warn!(%e, "accept failed: out of file descriptors; pausing new connections for {ACCEPT_PAUSE:?}");
+                    self.accept_paused_until = Some(Instant::now() + ACCEPT_PAUSE);
+                    return;
+                }
                 Err(e) => {
                     tracing::warn!(%e, "accept failed");
                     break;

@@ -10,6 +10,8 @@
 //! [`Relay::arm`] is called, so a test can log in and set up through that connection first.
 //! Later connections (a client that logs in again after the fault) are forwarded clean.
 
+pub mod descriptors;
+
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};

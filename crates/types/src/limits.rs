@@ -26,8 +26,11 @@ pub const TEXT_LEN_MAX: usize = 64 * 1024;
 /// Commands one session may have in flight (the CmdSN window the target advertises).
 pub const CMD_WINDOW: u32 = 128;
 
-/// Sessions one target serves at once; further logins are refused with "out of resources".
-pub const SESSIONS_MAX: usize = 256;
+/// Sessions one target serves at most; further logins are refused with "out of resources".
+/// A parallel file system's OSD serves every client process that touches a file striped over
+/// it, a few sessions each, so this is thousands; `tessera osd` lowers it to what its
+/// descriptor limit allows (`TargetConfig::sessions_max`).
+pub const SESSIONS_MAX: usize = 4096;
 
 /// Bytes of attribute lists (get or set) in one command.
 pub const ATTR_LIST_LEN_MAX: u32 = 1 << 20;

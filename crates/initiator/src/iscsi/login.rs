@@ -72,6 +72,10 @@ fn refusal(peer: &str, class: u8, detail: u8, chap: bool) -> TransportError {
         let reason = "service unavailable (status 0x0301): the target is still ending this initiator port's previous session, whose running command has not returned; retry later, and check the target's disk and log if it persists";
         return TransportError::LoginRefused { peer: peer.to_string(), reason: reason.to_string() };
     }
+    if (class, detail) == login_status::OUT_OF_RESOURCES {
+        let reason = "out of resources (status 0x0302): the target serves as many sessions as it takes; retry later, or raise the OSD's file descriptor limit (its log says what it serves)";
+        return TransportError::LoginRefused { peer: peer.to_string(), reason: reason.to_string() };
+    }
     TransportError::LoginRefused { peer: peer.to_string(), reason: format!("status class {class:#04x} detail {detail:#04x}") }
 }
 

@@ -19,7 +19,7 @@ use tessera_iscsi::pdu::{login_status, LoginRequest, LoginResponse, Pdu, STAGE_F
 use tessera_iscsi::text::{encode_text, find, KeyValue, TextBuffer};
 use tessera_iscsi::{PduReader, PduWriter, ReadError};
 use tessera_scsi::Nexus;
-use tessera_types::limits::{CMD_WINDOW, SESSIONS_MAX};
+use tessera_types::limits::CMD_WINDOW;
 use tracing::{debug, info, warn};
 
 use super::reinstatement::{PortClaim, StillEnding, REINSTATEMENT_WAIT};
@@ -197,7 +197,7 @@ pub(crate) fn login(
             continue;
         }
         // Final response: allocate the session, after ending any live session of the same
-        // initiator port (reinstatement), which also frees its place under SESSIONS_MAX.
+        // initiator port (reinstatement), which also frees its place under `sessions_max`.
         let normal = neg.params.session_type == SessionType::Normal;
         let session_id = server.allocate_session_id();
         let isid_hex: String = ex.first.isid.iter().map(|b| format!("{b:02x}")).collect();
@@ -214,7 +214,7 @@ pub(crate) fn login(
         } else {
             None
         };
-        if normal && server.sessions.fetch_add(1, Ordering::AcqRel) >= SESSIONS_MAX {
+        if normal && server.sessions.fetch_add(1, Ordering::AcqRel) >= server.config.sessions_max {
             server.sessions.fetch_sub(1, Ordering::AcqRel);
             return ex.fail(&req, login_status::OUT_OF_RESOURCES, "too many sessions");
         }

@@ -31,6 +31,7 @@ use std::thread::JoinHandle;
 use tessera_iscsi::login::auth::ChapSecrets;
 use tessera_iscsi::login::Offer;
 use tessera_scsi::ScsiDevice;
+use tessera_types::limits::SESSIONS_MAX;
 use tracing::{debug, info, warn};
 
 /// How the target is reached and what it offers at login.
@@ -50,6 +51,9 @@ pub struct TargetConfig {
     /// When set, every login (normal and discovery) must pass CHAP with these secrets
     /// (docs/security.md, "CHAP at login"); otherwise AuthMethod=None.
     pub chap: Option<ChapSecrets>,
+    /// Normal sessions served at once (at most [`SESSIONS_MAX`]); a further login is refused
+    /// with "out of resources", which initiators report rather than retry at once.
+    pub sessions_max: usize,
 }
 
 impl TargetConfig {
@@ -61,6 +65,7 @@ impl TargetConfig {
             advertised_address: None,
             offer: Offer::default(),
             chap: None,
+            sessions_max: SESSIONS_MAX,
         }
     }
 }
@@ -159,6 +164,13 @@ impl TargetServer {
             }
             let stream = match stream {
                 Ok(s) => s,
+                Err(e) if out_of_descriptors(&e) => {
+                    // The connection waits in the backlog; accepting again at once would only
+                    // fail again, as fast as the CPU allows.
+                    warn!(error = %e, "accept failed: out of file descriptors; pausing new connections for {ACCEPT_PAUSE:?}");
+                    std::thread::sleep(ACCEPT_PAUSE);
+                    continue;
+                }
                 Err(e) => {
                     warn!(error = %e, "accept failed");
                     continue;
@@ -185,6 +197,14 @@ impl TargetServer {
         }
         debug!("accept loop finished");
     }
+}
+
+/// How long the listener rests when the process is out of file descriptors.
+const ACCEPT_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// EMFILE or ENFILE: no descriptor for the next connection until one is closed.
+fn out_of_descriptors(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
 }
 
 /// Controls a server started with [`TargetServer::spawn`].

@@ -30,10 +30,17 @@ pub struct OsdTarget {
 impl OsdTarget {
     /// Starts a target named `target` (an iSCSI qualified name) on a free loopback port.
     pub fn start(target: &str) -> OsdTarget {
+        Self::start_with(target, |_| {})
+    }
+
+    /// [`OsdTarget::start`] with its configuration changed by `adjust` first.
+    pub fn start_with(target: &str, adjust: impl FnOnce(&mut TargetConfig)) -> OsdTarget {
         let dir = tempfile::tempdir().unwrap();
         let engine = Engine::open(dir.path(), EngineConfig::default()).unwrap();
         let device = Arc::new(ScsiFront::new(Arc::new(OsdCommandSet::new(engine))));
-        let server = TargetServer::bind(TargetConfig::new(target, "127.0.0.1:0"), device).unwrap();
+        let mut config = TargetConfig::new(target, "127.0.0.1:0");
+        adjust(&mut config);
+        let server = TargetServer::bind(config, device).unwrap();
         let addr = server.local_addr().unwrap();
         OsdTarget { handle: Some(server.spawn()), addr, dir }
     }
