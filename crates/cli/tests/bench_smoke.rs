@@ -155,7 +155,7 @@ fn benches_refuse_bad_arguments_before_starting() {
         // calls, ran for hours.
         (&["meta", "--files-per-client", "0"][..], "must be at least 1"),
         (&["meta", "--stripe-files", "0"][..], "must be at least 1"),
-        (&["meta", "--clients", "4,600"][..], "--clients 600: at most 512"),
+        (&["meta", "--clients", "4,2000"][..], "--clients 2000: at most 1024"),
         (&["attr", "--iterations", "0"][..], "must be at least 1"),
         (&["security", "--bytes-per-point", "0"][..], "must be at least 1"),
         (&["tree", "--workers", "2,0"][..], "must be at least 1"),
