@@ -142,13 +142,22 @@ fn add_missing_columns(conn: &Connection) -> Result<(), DbError> {
 /// at commit: with 1 KiB pages a create writes 3.5x fewer bytes than with SQLite's 4 KiB, and
 /// the flush that makes it durable moves that much less.
 pub const PAGE_SIZE: i64 = 1024;
-/// Pages each connection caches (16 MiB), and statements each keeps prepared: the create and
-/// lookup paths use about twenty, more than rusqlite's default of sixteen.
-const CACHE_KIB: i64 = 16 * 1024;
+/// Pages the writer caches (16 MiB): its own commits never invalidate them.
+const WRITER_CACHE_KIB: i64 = 16 * 1024;
+/// Pages a reader caches (256 KiB). In WAL mode a connection drops its whole page cache at the
+/// first read after any other connection committed, walking every slot of a hash table that
+/// has grown to what the cache once held: under writes a reader's cache lives for one lookup,
+/// so a large one buys nothing and makes each drop dear. On 240,000 files a lookup after a
+/// commit took 44-52 us with 16 MiB and 15-24 us with 256 KiB; with no commit between, 6-10 us
+/// with either (`examples/reader_cache.rs`; docs/metadata.md, "Reader caches"). Readers are
+/// one per concurrent read, so this also bounds their memory.
+const READER_CACHE_KIB: i64 = 256;
+/// Statements each connection keeps prepared: the create and lookup paths use about twenty,
+/// more than rusqlite's default of sixteen.
 const STATEMENTS_CACHED: usize = 64;
 
-fn tune(conn: &Connection) -> Result<(), DbError> {
-    conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
+fn tune(conn: &Connection, cache_kib: i64) -> Result<(), DbError> {
+    conn.pragma_update(None, "cache_size", -cache_kib)?;
     conn.set_prepared_statement_cache_capacity(STATEMENTS_CACHED);
     Ok(())
 }
@@ -194,7 +203,7 @@ pub fn open(path: &Path, server_index: u32) -> Result<Connection, DbError> {
     }
     // Checkpoints run on their own connection (crate::checkpoint), never inside a COMMIT.
     conn.pragma_update(None, "wal_autocheckpoint", 0)?;
-    tune(&conn)?;
+    tune(&conn, WRITER_CACHE_KIB)?;
     conn.pragma_update(None, "foreign_keys", "OFF")?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
@@ -263,7 +272,7 @@ pub fn preallocate_wal(wal: &std::fs::File) -> std::io::Result<()> {
 pub fn open_reader(path: &Path) -> Result<Connection, DbError> {
     let conn = Connection::open(path)?;
     conn.pragma_update(None, "query_only", true)?;
-    tune(&conn)?;
+    tune(&conn, READER_CACHE_KIB)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     Ok(conn)
 }
