@@ -20,6 +20,14 @@ struct Shared {
     dir: tempfile::TempDir,
 }
 
+/// Copies the binary with `cp`, a process of its own: a copy written from this process would
+/// hold a descriptor open for writing that a child forked meanwhile by another test thread
+/// inherits until it execs, and running the copy in that window fails with ETXTBSY.
+fn copy_executable(from: &Path, to: &Path) {
+    let status = Command::new("cp").arg(from).arg(to).status().expect("running cp");
+    assert!(status.success(), "cp {} {}", from.display(), to.display());
+}
+
 impl Shared {
     fn start() -> Shared {
         let dir = tempfile::Builder::new().prefix("tessera-users-").tempdir().unwrap();
@@ -30,7 +38,7 @@ impl Shared {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::set_permissions(path.join("cluster.toml"), std::fs::Permissions::from_mode(0o644)).unwrap();
         let exe = dir.path().join("tessera");
-        std::fs::copy(tessera_exe(), &exe).unwrap();
+        copy_executable(tessera_exe(), &exe);
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
         Shared { dir }
     }
@@ -270,7 +278,7 @@ fn a_user_who_starts_a_cluster_owns_its_root() {
     let dir = tempfile::Builder::new().prefix("tessera-own-").tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let exe = dir.path().join("tessera");
-    std::fs::copy(tessera_exe(), &exe).unwrap();
+    copy_executable(tessera_exe(), &exe);
     let home = dir.path().join("home");
     std::fs::create_dir(&home).unwrap();
     std::os::unix::fs::chown(&home, Some(USER), Some(USER)).unwrap();

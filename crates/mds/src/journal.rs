@@ -79,8 +79,9 @@ pub struct Audit {
 }
 
 /// Lists OSDs `0..osd_count` and compares them with what this server accounts for. The
-/// records are read before and after the listing: an object is an orphan only if the later
-/// read does not know it (one created meanwhile is known by then), and missing only if both
+/// records are read before and after the listing: an object is an orphan only if neither read
+/// knows it (one created meanwhile is known by the later read; one the reaper removed after
+/// the listing saw it, clearing its journal row, by the earlier), and missing only if both
 /// name it as a file's (one whose file went meanwhile may be removed already). Object ids are
 /// never reused, so an object named by both reads was named throughout the listing.
 pub fn audit(ns: &Namespace, objects: &dyn DataObjects, osd_count: u32) -> Result<Audit, FsError> {
@@ -97,7 +98,7 @@ pub fn audit(ns: &Namespace, objects: &dyn DataObjects, osd_count: u32) -> Resul
     let after = ns.read(|s| s.accounting())?;
     let mut audit = Audit::default();
     for on_osd in &lists {
-        audit.orphans.extend(on_osd.iter().filter(|o| object_server(o.object_id) == Some(server) && !after.knows(**o)));
+        audit.orphans.extend(on_osd.iter().filter(|o| object_server(o.object_id) == Some(server) && !before.knows(**o) && !after.knows(**o)));
     }
     audit.orphans.sort_unstable_by_key(|o| (o.osd, o.object_id));
     audit.missing = before

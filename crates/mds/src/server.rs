@@ -250,8 +250,7 @@ impl Mds {
 
     /// `Request::Repair`: what [`Mds::repair`] finds; with `remove`, the orphans are journaled
     /// and the journal drained, so those whose OSD answers are gone when this returns and the
-    /// rest go when it does. An object an unlink removed while the OSDs were being listed can
-    /// show up here too: it is gone already, and removing it again is harmless. Missing
+    /// rest go when it does. Missing
     /// objects are only reported: their data is gone, and the files stay for their owners.
     ///
     /// It also checks what this server holds of directories split across servers

@@ -86,11 +86,14 @@ pub struct Faulty {
     /// Setting a length on this OSD fails (a node that dies between a truncate's check and
     /// its set); `u32::MAX` for none.
     pub fail_set_len: AtomicU32,
+    /// Runs once a listing of an OSD has been taken, before it is returned (what happens
+    /// while a repair lists the OSDs).
+    pub after_list: std::sync::Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
 }
 
 impl Faulty {
     pub fn new(inner: Real) -> Faulty {
-        Faulty { inner, fail_remove: AtomicBool::new(false), down: AtomicU32::new(u32::MAX), lose_create_answer: AtomicBool::new(false), hang_lengths: AtomicBool::new(false), hang_removes: AtomicBool::new(false), removes_hung: AtomicU32::new(0), fail_set_len: AtomicU32::new(u32::MAX) }
+        Faulty { inner, fail_remove: AtomicBool::new(false), down: AtomicU32::new(u32::MAX), lose_create_answer: AtomicBool::new(false), hang_lengths: AtomicBool::new(false), hang_removes: AtomicBool::new(false), removes_hung: AtomicU32::new(0), fail_set_len: AtomicU32::new(u32::MAX), after_list: std::sync::Mutex::new(None) }
     }
 
     /// What asking a node for a length meets: the node down, or hung while `hang_lengths`.
@@ -154,7 +157,11 @@ impl DataObjects for Faulty {
     }
     fn list(&self, osd: u32) -> Result<Vec<u64>, ObjectsError> {
         self.reach(osd)?;
-        self.inner.list(osd)
+        let listed = self.inner.list(osd)?;
+        if let Some(after) = self.after_list.lock().unwrap().as_ref() {
+            after();
+        }
+        Ok(listed)
     }
     fn set_policy_tag(&self, object: ObjectRef, tag: u32) -> Result<(), ObjectsError> {
         self.reach(object.osd)?;
