@@ -35,10 +35,6 @@ use crate::units::{parse_duration, parse_size};
 
 type OsdConn = OsdClient<ReconnectingSession>;
 
-/// Descriptors a metadata server keeps for its own files and sessions (SQLite, the OSDs'
-/// sessions, logs); each client connection takes one more.
-const DESCRIPTORS_KEPT: u64 = 512;
-
 /// How long the MDS waits at start for an OSD that is not answering yet.
 const OSD_WAIT: Duration = Duration::from_secs(30);
 
@@ -192,7 +188,7 @@ pub fn run(args: MdsArgs) -> Result<()> {
         placed.push_str(", kept awake through flushes");
     }
     let descriptors = crate::fd_limit::raise()?;
-    let connections_max = crate::fd_limit::connections(descriptors, DESCRIPTORS_KEPT, 1, tessera_mds::tcp::CONNECTIONS_MAX);
+    let connections_max = crate::fd_limit::connections(descriptors, crate::fd_limit::DESCRIPTORS_KEPT, 1, tessera_mds::tcp::CONNECTIONS_MAX);
     tracing::info!(descriptors, connections = connections_max, "client connections served at once");
     let loop_config = LoopConfig { busy_poll: args.busy_poll, cpus: loop_cpus, flush_wait: args.flush_wait, connections_max };
     tessera_mds::tcp::spawn_with(listener, mds.clone(), loop_config).context("starting the listener")?;

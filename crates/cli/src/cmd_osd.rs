@@ -59,8 +59,6 @@ fn parse_method(s: &str) -> Result<SecurityMethod, String> {
     SecurityMethod::from_name(s).ok_or_else(|| format!("unknown security method {s:?}: use nosec, capkey, cmdrsp or alldata"))
 }
 
-/// Descriptors an OSD keeps for its store (SQLite, object files, mappings).
-const DESCRIPTORS_KEPT: u64 = 512;
 /// Descriptors one iSCSI session holds: its socket and the clones the server keeps to close
 /// it on shutdown and on reinstatement, with one to spare.
 const DESCRIPTORS_PER_SESSION: u64 = 4;
@@ -93,7 +91,7 @@ pub fn run(args: OsdArgs) -> Result<()> {
     let mut config = TargetConfig::new(&target_name, &portal);
     config.chap = chap;
     let descriptors = crate::fd_limit::raise()?;
-    config.sessions_max = crate::fd_limit::connections(descriptors, DESCRIPTORS_KEPT, DESCRIPTORS_PER_SESSION, SESSIONS_MAX);
+    config.sessions_max = crate::fd_limit::connections(descriptors, crate::fd_limit::DESCRIPTORS_KEPT, DESCRIPTORS_PER_SESSION, SESSIONS_MAX);
     tracing::info!(descriptors, sessions = config.sessions_max, "sessions served at once");
     let auth = match &config.chap {
         None => "none",

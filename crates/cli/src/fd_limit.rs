@@ -6,6 +6,10 @@
 
 use anyhow::{Context, Result};
 
+/// Descriptors a daemon keeps for its own files: the store (SQLite, object files and
+/// mappings), its sessions to the OSDs, its logs.
+pub const DESCRIPTORS_KEPT: u64 = 512;
+
 /// The most descriptors a daemon asks for: past this, connections are bounded by memory and
 /// threads, not descriptors.
 const WANTED: u64 = 1 << 20;

@@ -250,8 +250,8 @@ impl Mds {
 
     /// `Request::Repair`: what [`Mds::repair`] finds; with `remove`, the orphans are journaled
     /// and the journal drained, so those whose OSD answers are gone when this returns and the
-    /// rest go when it does. Missing
-    /// objects are only reported: their data is gone, and the files stay for their owners.
+    /// rest go when it does. Missing objects are only reported: their data is gone, and the
+    /// files stay for their owners.
     ///
     /// It also checks what this server holds of directories split across servers
     /// (`split_repair.rs`), with `older_than_secs` keeping mkdirs still running out.
