@@ -34,6 +34,17 @@ pub struct RawConnection {
 impl RawConnection {
     pub fn connect<A: ToSocketAddrs>(addr: A) -> Result<RawConnection, TransportError> {
         let (stream, peer) = connect(addr)?;
+        Self::over_named(stream, peer)
+    }
+
+    /// A raw connection over a socket the caller connected itself (a test that must hold the
+    /// socket before the target accepts it).
+    pub fn over(stream: TcpStream) -> Result<RawConnection, TransportError> {
+        let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "the target".into());
+        Self::over_named(stream, peer)
+    }
+
+    fn over_named(stream: TcpStream, peer: String) -> Result<RawConnection, TransportError> {
         let r = stream.try_clone().map_err(|e| super::login::io_err(&peer, e))?;
         Ok(RawConnection {
             reader: PduReader::new(r, DEFAULT_MAX_RECV_DATA_SEGMENT_LEN),

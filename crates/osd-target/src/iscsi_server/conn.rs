@@ -211,7 +211,7 @@ pub(crate) fn run_connection(server: &Arc<ServerShared>, stream: TcpStream) {
     if let Err(e) = stream.set_nodelay(true) {
         warn!(%peer, error = %e, "cannot set TCP_NODELAY");
     }
-    let (read_half, write_half) = match stream.try_clone() {
+    let (read_half, write_half) = match super::clone_socket(server, &stream) {
         Ok(r) => (r, stream),
         Err(e) => {
             warn!(%peer, error = %e, "cannot clone socket");
@@ -240,7 +240,7 @@ pub(crate) fn run_connection(server: &Arc<ServerShared>, stream: TcpStream) {
     reader.max_data_segment_len = params.target_max_recv_data_segment_len;
     writer.digests = reader.digests;
     let normal = params.session_type == tessera_iscsi::login::SessionType::Normal;
-    let socket = match writer.get_ref().try_clone() {
+    let socket = match super::clone_socket(server, writer.get_ref()) {
         Ok(s) => s,
         Err(e) => {
             warn!(%peer, error = %e, "cannot clone socket after login; closing");

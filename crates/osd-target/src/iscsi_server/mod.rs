@@ -178,8 +178,15 @@ impl TargetServer {
             };
             next_conn_id += 1;
             let id = next_conn_id;
-            if let Ok(clone) = stream.try_clone() {
-                self.shared.connections.lock().expect("connections lock").insert(id, clone);
+            // Registered before its thread starts, so that `shutdown` closes it.
+            match clone_socket(&self.shared, &stream) {
+                Ok(clone) => {
+                    self.shared.connections.lock().expect("connections lock").insert(id, clone);
+                }
+                Err(e) => {
+                    warn!(error = %e, "closing a new connection: no descriptor for it");
+                    continue;
+                }
             }
             let shared = self.shared.clone();
             let spawned = std::thread::Builder::new().name(format!("iscsi-conn-{id}")).spawn(move || {
@@ -202,9 +209,37 @@ impl TargetServer {
 /// How long the listener rests when the process is out of file descriptors.
 const ACCEPT_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
 
+/// The longest an accepted connection waits for a descriptor it needs before it is closed.
+const DESCRIPTOR_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// EMFILE or ENFILE: no descriptor for the next connection until one is closed.
 fn out_of_descriptors(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
+}
+
+/// A clone of an accepted connection's socket, waiting out a shortage of descriptors: retried
+/// every [`ACCEPT_PAUSE`] for up to [`DESCRIPTOR_WAIT_MAX`], or until the server stops.
+///
+/// Why wait: Linux takes an accept's descriptor number before the call blocks, so a connection
+/// arriving during a shortage is still accepted, and only its clones find no number left.
+/// Closing it then would turn a passing shortage into a failed login; waiting leaves it as if
+/// it were still in the backlog.
+pub(crate) fn clone_socket(shared: &ServerShared, stream: &TcpStream) -> io::Result<TcpStream> {
+    let deadline = std::time::Instant::now() + DESCRIPTOR_WAIT_MAX;
+    let mut warned = false;
+    loop {
+        match stream.try_clone() {
+            Err(e) if out_of_descriptors(&e) && std::time::Instant::now() < deadline && !shared.stopping.load(Ordering::Acquire) => {
+                if !warned {
+                    let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+                    warn!(%peer, error = %e, "out of file descriptors: the connection waits for one (at most {DESCRIPTOR_WAIT_MAX:?})");
+                    warned = true;
+                }
+                std::thread::sleep(ACCEPT_PAUSE);
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Controls a server started with [`TargetServer::spawn`].
