@@ -1,7 +1,6 @@
-//! Goal: an OSD target out of file descriptors rests its listener instead of retrying the
-//! accept as fast as the CPU allows, leaves the arriving connection waiting in the backlog (not
-//! accepted and dropped), and logs it in once descriptors are free again; a session already
-//! logged in keeps working meanwhile.
+//! Goal: an OSD target out of file descriptors does not spin on them (its accept thread rests),
+//! keeps a connection that arrives meanwhile waiting instead of dropping it, and logs it in
+//! once descriptors are free again; a session already logged in keeps working meanwhile.
 //!
 //! Method: a real target on loopback in this test's own process (alone in its binary: it lowers
 //! the process's descriptor limit so that the client's socket takes the last descriptor), the
@@ -32,7 +31,8 @@ fn out_of_descriptors_the_target_rests_and_logs_the_waiting_connection_in_once_s
     let accepting = ThreadCpu::of("iscsi-accept");
 
     let low = LastDescriptor::leave_one();
-    // The client's socket takes the last descriptor: the target's accept finds none.
+    // The client's socket takes the last descriptor: the target has only the number its
+    // blocked accept already held, and none for the clones of the socket it accepts.
     let waiting = TcpStream::connect(target.addr);
     let before = accepting.used();
     let rest = Duration::from_millis(800);
